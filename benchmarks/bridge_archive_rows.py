@@ -3,6 +3,7 @@ pre-training rows of three releases that no other file holds (a check file).
 
     python benchmarks/bridge_archive_rows.py > benchmarks/training_bridge_archive.csv
     python benchmarks/bridge_archive_rows.py --check   # the table below against the mirror
+    python benchmarks/bridge_archive_rows.py --hybrid > benchmarks/training_nemotron3.csv
 
 NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @ 067f987df03b (last changed
 4ab94dfa, 2026-08-11) gives tokens/s/GPU for each pre-training workload of each NeMo container
@@ -16,7 +17,9 @@ public file's own row of that model.
 
 Iteration time = GBS x sequence length / (tokens/s/GPU x GPUs).  Rows the tool cannot express are
 left out with the reason (``left_out()``): NVFP4 precision, Kimi-K2 (Muon optimizer), Nemotron 3
-Nano / Super (hybrid Mamba-2 / attention / MoE: counted, not simulated; Super's latent MoE and MTP).  ``TABLE`` is typed from the archive (one line
+Super (latent MoE and a hybrid MTP pattern).  Nemotron 3 Nano's rows (hybrid Mamba-2 / attention /
+MoE, the preset nemotron-3-nano-30b-a3b) are written by ``--hybrid`` to a file of their own
+(benchmarks/training_nemotron3.csv).  ``TABLE`` is typed from the archive (one line
 per table row: its line number, section, system, then the table's cells; '-' where the section's
 table has no such column; footnote marks dropped); ``--check`` re-reads every pre-training row of
 the three sections from the mirror (``$TRAINSIM_MIRRORS``, default /work/.mirror) and fails on any
@@ -207,14 +210,12 @@ SHAPE = ("model", "hidden_size", "num_layers", "num_attention_heads", "num_kv_he
          "moe_ffn_hidden_size")
 MUON = ("Muon optimizer (the table's footnote): training.optimizer is one of adam, lamb, sgd "
         "(the kimi-k2 preset exists; its optimizer step does not)")
-MAMBA = ("hybrid Mamba-2 / attention / MoE layers: their parameters and model FLOPs are counted "
-         "(preset nemotron-3-nano-30b-a3b, exact; benchmarks/nemotron3_flops.py), the step is "
-         "not: RunConfig refuses model.hybrid_layer_pattern until workload and memory price the "
-         "Mamba mixer")
-MAMBA_SUPER = ("hybrid Mamba-2 / attention / latent-MoE layers with MTP: no Mamba step (as Nano), "
-               "and latent MoE (moe_latent_size) and a hybrid MTP pattern are not modelled")
+MAMBA_SUPER = ("hybrid Mamba-2 / attention / latent-MoE layers with MTP: latent MoE "
+               "(moe_latent_size) and a hybrid MTP pattern are not modelled")
 NVFP4 = "NVFP4: \"training.dtype='nvfp4' is not one of ['fp16', 'bf16', 'fp8']\""
-UNEXPRESSIBLE = {"Kimi_K2": MUON, "Nemotron_3_Nano": MAMBA, "Nemotron_3_Super": MAMBA_SUPER}
+UNEXPRESSIBLE = {"Kimi_K2": MUON, "Nemotron_3_Super": MAMBA_SUPER}
+HYBRID = {"Nemotron_3_Nano": "nemotron-3-nano-30b-a3b"}
+"""Hybrid models whose rows ``--hybrid`` writes (the model cell a preset; no shape cells)."""
 # table precision -> (dtype, fp8_recipe); 'FP8' alone: the profile's recipe (current scaling
 # since 25.11, megatron-bridge.yaml), left empty as the public and held-out rows of 26.x leave it
 PRECISION = {"FP8": ("fp8", ""), "FP8-CS": ("fp8", "current"), "FP8-MX": ("fp8", "mxfp8"),
@@ -257,21 +258,27 @@ def left_out() -> list[str]:
         name = re.sub(r"\s*\(.*\)", "", t["model"])
         for prec, _tok, _ in variants(t):
             why = UNEXPRESSIBLE.get(name) or (NVFP4 if prec == "NVFP4" else None)
+            if name in HYBRID and why is None:
+                continue  # in the --hybrid file
             if why:
                 out.append(f"{t['section']} {t['system']} {name} {t['gpus']} GPUs {prec} "
                            f"(line {t['line']}): {why}")
     return out
 
 
-def rows() -> list[dict[str, str]]:
+def rows(hybrid: bool = False) -> list[dict[str, str]]:
+    """The check file's rows: every expressible row not held elsewhere, of the ``HYBRID``
+    models only (``hybrid``) or of the others."""
     templates = {r["id"]: r for r in csv.DictReader(PUBLIC.open())}
     out = []
     for t in table():
         name = re.sub(r"\s*\(.*\)", "", t["model"])
         for prec, tok, alternate in variants(t):
-            if name in UNEXPRESSIBLE or prec == "NVFP4" or (int(t["line"]), prec) in HELD:
+            if name in UNEXPRESSIBLE or prec == "NVFP4" or (int(t["line"]), prec) in HELD \
+                    or (name in HYBRID) != hybrid:
                 continue
-            shape = templates[MODELS[name]]
+            shape = ({**{c: "" for c in SHAPE}, "model": HYBRID[name]}
+                     if hybrid else templates[MODELS[name]])
             gpu, per_node, nic = SYSTEMS[t["system"]]
             dtype, recipe = PRECISION[prec]
             mtp = "0" if "w/o MTP" in t["model"] else ""
@@ -297,7 +304,7 @@ def rows() -> list[dict[str, str]]:
                 note.append("'DeepSeekV3 (w/o MTP)': mtp_num_layers 0")
             elif name == "DeepSeekV3":
                 note.append(f"'{t['model']}': the preset's MTP layer")
-            if shape["num_experts"]:
+            if shape["num_experts"] or hybrid:  # Nano's E layers: 128 experts
                 note.append("MoE benchmarks force-balance tokens among experts, dropless "
                             "(the archive's footnote)")
             if gpu in ("gb300", "gb200"):
@@ -378,6 +385,9 @@ def check() -> list[str]:
 def main() -> None:
     if sys.argv[1:] == ["--left-out"]:
         print("\n".join(left_out()))
+        return
+    if sys.argv[1:] == ["--hybrid"]:
+        mirror_rows.main(lambda: rows(hybrid=True), HEADER, check, "")
         return
     mirror_rows.main(rows, HEADER, check, "table as in the archive; every held row exists")
 

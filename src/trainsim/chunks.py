@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.config.cached import cached
+from trainsim.config.hybrid import layer_kind, routed
 from trainsim.ep_pairs import MoeSides, Side, chunk_exposed, dense_sides, moe_sides, with_exposed
 from trainsim.memory.offload import OFFLOAD_WAIT, copy_stalls
 from trainsim.pricing import Priced, Pricer, interned, join
@@ -72,7 +73,7 @@ def concat(parts: tuple[Priced, ...] | list[Priced]) -> Priced:
     return join(parts)
 
 
-LayerSource = Callable[[RunConfig, Shard, bool], list[Op]]
+LayerSource = Callable[[RunConfig, Shard, bool | str], list[Op]]
 """Builds one layer's forward ops for (config, shard, is_moe); the analytical builder is
 ``workload.layers.layer_forward``; ``trainsim capture`` supplies ops recorded from PyTorch."""
 
@@ -85,21 +86,21 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
 
     recomputed = cfg.recomputed_layers
 
-    def kind(i: int) -> tuple[bool, bool, bool]:  # (routed experts, windowed, recomputed)
-        return m.is_moe_layer(i), m.layer_window(i) is not None, i in recomputed
+    def kind(i: int) -> tuple[bool | str, bool, bool]:  # (layer_kind, windowed, recomputed)
+        return layer_kind(m, i), m.layer_window(i) is not None, i in recomputed
 
     # A full-attention layer of a model with a sliding window is built from the same config
     # with the window removed, so layer sources keep their (config, shard, moe) signature.
     full_cfg = cfg if m.sliding_window is None else \
         replace(cfg, model=replace(m, sliding_window=None, window_attn_skip_freq=None))
-    layer_f: dict[tuple[bool, bool, bool], Priced] = {}
-    layer_b: dict[tuple[bool, bool, bool], Priced] = {}
+    layer_f: dict[tuple[bool | str, bool, bool], Priced] = {}
+    layer_b: dict[tuple[bool | str, bool, bool], Priced] = {}
 
     paired = combined_1f1b(cfg)  # an MoE layer's passes run as combined-1F1B pairs
 
-    sides: dict[tuple[bool, bool, bool], tuple[Side, Side] | None] = {}
+    sides: dict[tuple[bool | str, bool, bool], tuple[Side, Side] | None] = {}
 
-    def price_kind(k: tuple[bool, bool, bool]) -> None:
+    def price_kind(k: tuple[bool | str, bool, bool]) -> None:
         c = cfg if k[1] else full_cfg
         lf = source(c, sh, k[0])
         if k[2] and recompute_drops_fp8(c):  # recompute and backward in 16 bits
@@ -111,7 +112,7 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
             lb = layer_recompute(c, sh16, lf16) + backward_of(lf16, sh16)
         else:
             lb = layer_recompute(c, sh, lf, whole=k[2]) + backward_of(lf, sh)
-        pair = (moe_sides if k[0] else dense_sides)(pricer, lf, lb) if paired else None
+        pair = (moe_sides if routed(k[0]) else dense_sides)(pricer, lf, lb) if paired else None
         if isinstance(pair, MoeSides):  # an MoE layer: its passes without exchanges
             layer_f[k], layer_b[k] = pair.forward, pair.backward
             sides[k] = (pair.fwd_side, pair.bwd_side)
@@ -235,7 +236,7 @@ def _waited(part: Priced, wait_s: float) -> Priced:
         else part
 
 
-def composition(first: bool, last: bool, kinds: list[tuple[bool, bool, bool]]) -> Hashable:
+def composition(first: bool, last: bool, kinds: list[tuple[bool | str, bool, bool]]) -> Hashable:
     """What one virtual stage's ``Chunk`` depends on within a ``chunks`` call, whose config,
     pricer, shard and layer source are fixed: whether it is the first and the last virtual
     stage, and its layers' kinds (routed experts, windowed, recomputed) in order. ``chunks``

@@ -10,6 +10,7 @@ from typing import Literal
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import Chunk
 from trainsim.config import RunConfig
+from trainsim.config.hybrid import layer_kind
 from trainsim.pricing import DP, Priced, Pricer, interned
 from trainsim.workload import fsdp2_copies, megatron_fsdp
 from trainsim.workload.grad_accumulation import fsdp2_unsharded_grad_accumulation
@@ -70,7 +71,8 @@ def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     mode = fsdp_pp_mode(cfg)
     regather = cfg.parallel.zero_stage >= 3 and mode in (None, "regather")
     ranges = cfg.virtual_stage_layers()
-    is_moe = cfg.model.is_moe_layer
+    is_moe = cfg.model.is_moe_layer if cfg.model.hybrid_layer_pattern is None else \
+        (lambda i: layer_kind(cfg.model, i))  # what block_reduce_s reads of a layer
     for v, layers in enumerate(ranges):
         first, last = v == 0, v == len(ranges) - 1
         units = fsdp_unit_gathers(cfg, layers, first, last)

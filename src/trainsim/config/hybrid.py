@@ -20,6 +20,8 @@ from trainsim.errors import ConfigError
 
 if TYPE_CHECKING:
     from trainsim.config.model import ModelConfig
+    from trainsim.config.parallel import ParallelConfig
+    from trainsim.config.training import TrainingConfig
 
 MAMBA, ATTENTION, MLP, MOE = "M", "*", "-", "E"
 SYMBOLS = (MAMBA, ATTENTION, MLP, MOE)
@@ -105,3 +107,52 @@ def layer_symbol(m: ModelConfig, index: int) -> str:
     layer (attention + MLP / MoE)."""
     p = m.hybrid_layer_pattern
     return p[index] if p is not None else ""
+
+
+def layer_kind(m: ModelConfig, index: int) -> bool | str:
+    """What builds global layer ``index``'s op list and keys its caches: its pattern symbol in a
+    hybrid model, else whether it has routed experts (a plain transformer layer), so a
+    non-hybrid model's kinds (and every cache keyed by them) stay what they were."""
+    p = m.hybrid_layer_pattern
+    return p[index] if p is not None else m.is_moe_layer(index)
+
+
+def routed(kind: bool | str) -> bool:
+    """Whether a layer of ``kind`` (``layer_kind``) has routed experts."""
+    return kind is True or kind == MOE
+
+
+HYBRID_FRAMEWORKS = ("megatron-core", "megatron-lm", "megatron-bridge", "nemo")
+"""Frameworks whose hybrid model trainsim prices: Megatron-core's ``HybridModel`` (NVIDIA/
+Megatron-LM@d98e8a64 megatron/core/models/hybrid/), which NeMo and Megatron-Bridge build."""
+
+
+def check_hybrid_run(m: ModelConfig, p: ParallelConfig, t: TrainingConfig) -> None:
+    """ConfigError naming the setting where a hybrid model's step is not priced
+    (``workload.layers.layer_forward`` builds one block per symbol, ``workload.mamba_block``
+    the Mamba-2 layer): another framework's hybrid modules, context parallelism over Mamba
+    layers (``MambaContextParallel``'s all-to-alls), Megatron-core's combined 1F1B (only
+    ``GPTModel`` has ``build_schedule_plan``: megatron/core/models/gpt/gpt_model.py; the hybrid
+    model has none), activation offloading; and Megatron-core's TP asserts on the mixer
+    (mamba_mixer.py ``MambaMixer.__init__``, lines 241-274: heads and groups divide by tp)."""
+    if t.framework and t.framework not in HYBRID_FRAMEWORKS:
+        raise ConfigError(f"model.hybrid_layer_pattern with training.framework="
+                          f"{t.framework!r}: trainsim prices Megatron-core's hybrid model "
+                          f"({', '.join(HYBRID_FRAMEWORKS)}); pick one of them")
+    if p.moe_overlap_ep_comm:
+        raise ConfigError("parallel.moe_overlap_ep_comm with model.hybrid_layer_pattern: "
+                          "Megatron-core's combined 1F1B builds schedule plans for GPT models "
+                          "only; turn it off")
+    if p.cpu_offloading_num_layers:
+        raise ConfigError("parallel.cpu_offloading_num_layers with model.hybrid_layer_pattern "
+                          "is not modelled; leave it at 0")
+    if MAMBA not in (m.hybrid_layer_pattern or ""):
+        return
+    if p.cp > 1:
+        raise ConfigError(f"parallel.cp={p.cp} with Mamba layers: context parallelism over the "
+                          "Mamba mixer (its all-to-alls) is not modelled; use cp=1")
+    heads, groups = mamba_heads(m), m.mamba_num_groups
+    if heads % p.tp or groups % p.tp:
+        raise ConfigError(f"parallel.tp={p.tp} must divide the Mamba heads ({heads}) and "
+                          f"model.mamba_num_groups={groups} (Megatron-core's mixer shards both "
+                          "over TP); choose a tp that divides them")

@@ -10,6 +10,7 @@ from trainsim.config.cached import cached
 from trainsim.config.cluster import ClusterConfig
 from trainsim.config.gpu_rules import attention_problem, dtype_problem
 from trainsim.config.graph_scope import graph_scope_problem
+from trainsim.config.hybrid import check_hybrid_run
 from trainsim.config.layout import (
     balanced_layout,
     check_layout,
@@ -81,12 +82,8 @@ class RunConfig:
                 if not isinstance(getattr(self, name), cls):
                     raise ConfigError(f"RunConfig.{name} must be a {cls.__name__}, got "
                                       f"{type(getattr(self, name)).__name__}")
-        if m.hybrid_layer_pattern is not None:  # config.hybrid: counted, not yet timed
-            raise ConfigError("model.hybrid_layer_pattern: a hybrid (Mamba-2 / attention / "
-                              "MLP / MoE) model's parameters and FLOPs are counted "
-                              "(trainsim.model.counts), but its training step is not modelled "
-                              "yet (no Mamba mixer, MLP-only or attention-only layer in the "
-                              "step or the memory); simulating it is refused")
+        if m.hybrid_layer_pattern is not None:  # config.hybrid: what the step prices
+            check_hybrid_run(m, p, t)
         if m.num_attention_heads % p.tp:
             raise ConfigError(
                 f"parallel.tp={p.tp} does not divide model.num_attention_heads="

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainsim.config import RunConfig
+from trainsim.config.hybrid import layer_kind
 from trainsim.config.safe_load import write_output
 from trainsim.errors import ConfigError
 from trainsim.limits import EXPORT_FLAG, check, check_simulation
@@ -158,9 +159,9 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
     mb: list[Row] = []
     emb_f, emb_b = embedding_forward(cfg, sh), embedding_backward(cfg, sh)
     mb += _rows("embedding", _pieces(emb_f, pricer), _pieces(emb_b, pricer))
-    cache: dict[tuple[bool, bool], tuple[list, list]] = {}
+    cache: dict[tuple[bool | str, bool], tuple[list, list]] = {}
     for i in cfg.virtual_stage_layers()[0]:
-        key = (m.is_moe_layer(i), i in cfg.recomputed_layers)
+        key = (layer_kind(m, i), i in cfg.recomputed_layers)
         if key not in cache:
             f = source(cfg, sh, key[0])
             cache[key] = (_pieces(f, pricer), _pieces(

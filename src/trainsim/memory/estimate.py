@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.config.hybrid import layer_kind
 from trainsim.memory import params
 from trainsim.memory.allocator import context_bytes, freed_logits_hole, reserved_bytes
 from trainsim.memory.free_of import cache_clear as free_of_clear
@@ -142,7 +143,7 @@ def _activations(cfg: RunConfig, stage: int) -> float:
     kept = _layer_bytes_kept(cfg)  # by (routed experts, recomputed whole)
 
     def layer_bytes(i: int) -> float:
-        key = (m.is_moe_layer(i), i in cfg.recomputed_layers)
+        key = (layer_kind(m, i), i in cfg.recomputed_layers)
         if key not in kept:
             mode = "full" if key[1] else ("none" if p.recompute == "full" else p.recompute)
             kept[key] = activation_bytes_per_layer(cfg, recompute=mode, moe=key[0])
@@ -153,7 +154,8 @@ def _activations(cfg: RunConfig, stage: int) -> float:
     # with CPU offloading the first N layers' activations leave the GPU (memory.offload)
     gone = range(p.cpu_offloading_num_layers)
     rec = cfg.recomputed_layers
-    if m.num_experts is None and not gone and (not rec or len(rec) == sum(map(len, ranges))):
+    if m.num_experts is None and m.hybrid_layer_pattern is None and not gone and (
+            not rec or len(rec) == sum(map(len, ranges))):
         # every layer keeps the same bytes (none or all recomputed): the same sums, added in
         # the same order, without a call per layer
         first = next((r[0] for r in (ranges[v] for v in held) if r), None)

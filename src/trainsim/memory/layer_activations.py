@@ -15,24 +15,29 @@ from __future__ import annotations
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.config.hybrid import MAMBA, MLP, MOE
 from trainsim.memory import hf
 from trainsim.memory.graph_outputs import moe_graph_output_bytes, pre_mlp_norm_recomputed
 from trainsim.memory.mla import mla_attention_bytes
 from trainsim.memory.saved_inputs import E5M6_SAVED_BYTES, gemm_input_bytes
 from trainsim.memory.scores import score_bytes
 from trainsim.memory.te_spec import norms_fused, qkv_copies
+from trainsim.model.mamba import in_proj_width, inner
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.recompute import per_op_sac_reruns_attention
 from trainsim.workload.shard import separate_projections
 
 
 def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
-                               moe: bool = False, separate_qkv: bool | None = None) -> float:
+                               moe: bool | str = False, separate_qkv: bool | None = None) -> float:
     """Bytes one layer keeps for backward, per micro-batch, on one rank (``moe``: a layer with
-    routed experts in place of the dense MLP; ``separate_qkv``: whether Q, K and V come from
-    three projections, by default as ``workload.shard.separate_projections`` says)."""
+    routed experts in place of the dense MLP, or a hybrid layer's symbol, ``hybrid_layer_bytes``;
+    ``separate_qkv``: whether Q, K and V come from three projections, by default as
+    ``workload.shard.separate_projections`` says)."""
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     recompute = recompute or p.recompute
+    if isinstance(moe, str) and recompute != "full":
+        return hybrid_layer_bytes(cfg, recompute, moe)
     if hf.applies(cfg, recompute, moe):  # Hugging Face's modules, as autograd saves them
         # plus the scores an eager attention keeps (memory.scores): the per-token sums were
         # measured under SDPA, whose rotated Q, output and GQA copies the eager path saves
@@ -113,6 +118,49 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     if recompute == "selective":
         total -= _selective_savings(cfg, moe, T, shared_div)
     return total
+
+
+def hybrid_layer_bytes(cfg: RunConfig, recompute: str, symbol: str) -> float:
+    """Bytes a hybrid layer (``config.hybrid``: one pre-norm and one block) keeps for backward
+    under Megatron-core, without full recompute (which keeps the layer's input, as any layer).
+
+    ``M`` (``workload.mamba_block``): the fused norm's input and ``in_proj``'s GEMM input
+    (TE's LayerNormLinear, as the QKV's), the dropout mask; the fused scan's ``zxBCdt`` and
+    its ungated output (state-spaces/mamba@e9594ce1 ssd_combined.py line 888: neither the conv
+    output nor the chunk states, which its backward recomputes), the gated RMSNorm's input and
+    fp32 rstd per group (mamba_ssm layernorm_gated.py), and ``out_proj``'s GEMM input (the
+    norm's output). Selective recompute changes nothing in a Mamba layer: neither
+    megatron/core/ssm/mamba_layer.py nor mamba_mixer.py reads ``recompute_granularity`` or
+    ``recompute_modules`` (NVIDIA/Megatron-LM@d98e8a64; only hybrid_block.py line 360 checkpoints
+    whole layers under ``full``). ``*``: a transformer layer's bytes less its MLP half; ``-``
+    that half; ``E`` the expert block's with its dropout mask (each with what selective
+    recompute frees of it)."""
+    m, p, tr = cfg.model, cfg.parallel, cfg.training
+    t, sp = p.tp, p.sequence_parallel
+    T = tr.micro_batch_size * tr.seq_length / p.cp
+    h, shared_div = m.hidden_size, (t if sp else 1)
+    mask = 1.0 if m.hidden_dropout > 0 else 0.0
+    x = gemm_input_bytes(cfg)
+    if symbol == MAMBA:
+        d, groups = inner(m), m.mamba_num_groups
+        per = 2 * in_proj_width(m) + 2 * d + 2 * d + x * d + 4 * groups
+        return T * h * (2 + x + mask) / shared_div + T * per / t
+    selective = recompute == "selective"
+    modules = set(p.recompute_modules or ("core_attn",)) if selective else set()
+    # the MLP half's share of _selective_savings: its inner tensors, the FC1 input
+    mlp_freed = T * _inner_bytes(cfg, m.ffn_size) / t if "mlp" in modules else 0.0
+    if "layernorm" in modules and not norms_fused(cfg):
+        mlp_freed += T * h * x / shared_div
+    if symbol == MOE:
+        freed = _selective_savings(cfg, True, T, shared_div) if selective else 0.0
+        if "layernorm" in modules and not norms_fused(cfg):
+            freed -= T * h * x / shared_div  # the attention's QKV input: not in this layer
+        return (_moe_block_bytes(cfg) + moe_graph_output_bytes(cfg)
+                + T * h * mask / shared_div - freed)
+    mlp = _mlp_block_bytes(cfg, m.ffn_size, shared_div) - mlp_freed
+    if symbol == MLP:
+        return mlp
+    return activation_bytes_per_layer(cfg, recompute, False) - mlp
 
 
 def _per_op_sac_bytes(cfg: RunConfig) -> float:

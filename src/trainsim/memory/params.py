@@ -68,11 +68,18 @@ def cache_clear() -> None:
 def _layers_of(m: ModelConfig, ranges: tuple[range, ...],
                held: tuple[int, ...]) -> tuple[float, float]:
     """(non-expert, routed-expert) parameters of the layers of virtual stages ``held``."""
-    if m.num_experts is None:  # no layer has routed experts: the count and the first layer
+    if m.num_experts is None and m.hybrid_layer_pattern is None:  # one kind: count, first layer
         n = sum(len(ranges[v]) for v in held)
         return (n * layer_params(m, next(r[0] for r in (ranges[v] for v in held) if r))
                 if n else 0), 0
     layers = [i for v in held for i in ranges[v]]
+    if m.hybrid_layer_pattern is not None:  # a layer's parameters follow its symbol
+        kinds: dict[str, list[int]] = {}
+        for i in layers:
+            kinds.setdefault(m.hybrid_layer_pattern[i], []).append(i)
+        total = sum(len(ix) * layer_params(m, ix[0]) for ix in kinds.values())
+        experts = sum(len(ix) * layer_expert_params(m, ix[0]) for ix in kinds.values())
+        return total - experts, experts
     # a layer's parameters depend only on whether it has routed experts: count each kind once
     moe = [i for i in layers if m.is_moe_layer(i)]
     dense = len(layers) - len(moe)

@@ -40,6 +40,7 @@ from typing import Any
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import ParallelConfig, RunConfig, TrainingConfig
+from trainsim.config.hybrid import layer_kind
 from trainsim.config.training import OPTIMIZER_STATE_BYTES
 from trainsim.memory.free_of import zero_free_kept
 from trainsim.memory.params import stage_layer_params, stage_param_split
@@ -121,7 +122,7 @@ def _unit_params(cfg: RunConfig) -> float:
     framework here wraps or gathers per layer), sliced by tensor and expert parallelism."""
     m, p = cfg.model, cfg.parallel
     # a layer's parameters depend only on whether it has routed experts: one of each kind
-    kinds = {m.is_moe_layer(i): i for i in range(m.num_layers)}
+    kinds = {layer_kind(m, i): i for i in range(m.num_layers)}
     return max(layer_params(m, i) for i in kinds.values()) / (p.tp * max(1, p.ep))
 
 
@@ -314,7 +315,7 @@ def _gathered_bytes(cfg: RunConfig, unit: float) -> float:
     if not fp8_weights_gathered(cfg):
         return 2.0 * unit
     m = cfg.model
-    kinds = {m.is_moe_layer(i): i for i in range(m.num_layers)}
+    kinds = {layer_kind(m, i): i for i in range(m.num_layers)}
     fp8 = max(sum(r * c * n for r, c, n, _ in fp8_weight_shapes(cfg, i)) for i in kinds.values())
     return 2.0 * unit - min(fp8, unit)
 

@@ -9,6 +9,8 @@ from collections.abc import Iterable
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.config.hybrid import ATTENTION, MAMBA, layer_kind, layer_symbol
+from trainsim.model.mamba import in_proj_width, inner
 from trainsim.workload.ops import ACT_BYTES as ACT
 
 FP8_GATHER_MIN_ELEMENTS = 16
@@ -132,6 +134,13 @@ def fp8_weight_shapes(cfg: RunConfig, index: int) -> list[tuple[int, int, float,
     def mlp(width: int, by: int, copies: float, expert: bool) -> list:
         return [(cut(gates * width, by), h, copies, expert), (h, cut(width, by), copies, expert)]
 
+    symbol = layer_symbol(m, index)  # a hybrid layer holds one of these blocks
+    if symbol == MAMBA:  # in_proj (column-parallel) and out_proj (row-parallel)
+        return [(cut(in_proj_width(m), tp), h, 1.0, False), (h, cut(inner(m), tp), 1.0, False)]
+    if symbol == ATTENTION:
+        return out
+    if symbol:
+        out = []
     if not m.is_moe_layer(index):
         return out + mlp(m.ffn_size, tp, 1.0, False)
     if m.moe_shared_expert_intermediate_size:
@@ -166,10 +175,10 @@ def amax_all_reduce_bytes(cfg: RunConfig, layers: Iterable[int]) -> tuple[float,
     if not fp8_weights_gathered(cfg) or (
             recipe not in AMAX_PER_TENSOR_RECIPES and recipe != "blockwise"):
         return 0.0, 0.0
-    kinds: dict[bool, tuple[float, float]] = {}
+    kinds: dict[bool | str, tuple[float, float]] = {}
     dense = experts = 0.0
     for i in layers:
-        moe = cfg.model.is_moe_layer(i)
+        moe = layer_kind(cfg.model, i)
         if moe not in kinds:
             n = [0.0, 0.0]
             for rows, cols, copies, expert in fp8_weight_shapes(cfg, i):

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.config.hybrid import ATTENTION, MAMBA, MOE
 from trainsim.workload.context_parallel import (
     is_ring_op,
     is_te_ring_op,
@@ -34,6 +35,7 @@ from trainsim.workload.elementwise import (
     scalar_tensor_sync_op,
 )
 from trainsim.workload.hf_eager_attention import hf_eager_score_ops
+from trainsim.workload.mamba_block import SSD, SSD_LAST, mamba_forward, scan_backward
 from trainsim.workload.moe_block import moe_block
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import (
@@ -79,11 +81,25 @@ E5M6_CAST_BYTES = ACT + 1.5 + 4 / 128
 read 16 bits, write 12 and an fp32 scale per 1x128 tile; its cast back the same bytes."""
 
 
-def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
-    """Forward ops of one layer; ``moe`` swaps the dense MLP for the expert block. Under
-    Megatron-core's combined 1F1B each schedule node's backward is an autograd engine call of
-    its own (``workload.schedule_nodes``)."""
+def layer_forward(cfg: RunConfig, sh: Shard, moe: bool | str = False) -> list[Op]:
+    """Forward ops of one layer; ``moe`` swaps the dense MLP for the expert block, or names a
+    hybrid layer's one block (``config.hybrid.layer_kind``). Under Megatron-core's combined
+    1F1B each schedule node's backward is an autograd engine call of its own
+    (``workload.schedule_nodes``)."""
+    if isinstance(moe, str):
+        return _hybrid_forward(cfg, sh, moe)
     return with_schedule_nodes(_layer_forward(cfg, sh, moe), cfg, moe)
+
+
+def _hybrid_forward(cfg: RunConfig, sh: Shard, symbol: str) -> list[Op]:
+    """A hybrid layer (Megatron-core's hybrid_layer_specs.py: one pre-norm and one mixer): the
+    Mamba-2 block (``workload.mamba_block``), or the attention, MLP or MoE half of a
+    transformer layer, cut at the attention's residual add (the halves share nothing else)."""
+    if symbol == MAMBA:
+        return mamba_forward(cfg, sh)
+    ops = _layer_forward(cfg, sh, symbol == MOE)
+    cut = next(i for i, op in enumerate(ops) if op.name == "attn_bias_dropout_add") + 1
+    return ops[:cut] if symbol == ATTENTION else ops[cut:]
 
 
 def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
@@ -454,6 +470,10 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             if dgrad_at is not None and dgrad_at >= at:
                 dgrad_at += 1
             continue
+        if op.name.startswith(SSD):  # the fused conv1d + SSD scan: one backward for all
+            if op.name == SSD_LAST:
+                ops.extend(scan_backward(fwd))
+            continue
         if (ring and is_ring_op(op)) or (te_ring and is_te_ring_op(op)):
             continue  # ring_backward / te_ring_backward below replace the ring's forward ops
         if ring and isinstance(op, Attention) and op.name == "attn_core":
@@ -559,7 +579,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
         # The f operator (identity forward) all-reduces input gradients of the QKV and FC1 GEMMs
         # (once for both in a parallel block, where they share their input), under the wgrad.
         first = next(op.name for op in fwd if isinstance(op, Gemm))  # qkv_proj, or MLA's first
-        names = (first,) if sh.parallel_block else (first, "fc1")
+        names = (first,) if sh.parallel_block or first == "fc1" else (first, "fc1")
         _insert_after_dgrad(ops, tuple(f"{n}.dgrad" for n in names), sh)
     return ops
 

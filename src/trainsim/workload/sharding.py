@@ -13,6 +13,7 @@ from trainsim.catalog.frameworks import (
     profile_supports,
 )
 from trainsim.config import RunConfig
+from trainsim.config.hybrid import layer_kind
 from trainsim.model.counts import attention_matrices, layer_norms, layer_tensors, norm_tensors
 from trainsim.workload import fsdp2_copies
 from trainsim.workload.fp8_gather import FP8_GATHER_MIN_ELEMENTS, fp8_weights_gathered
@@ -29,7 +30,7 @@ def _rank_tensors(cfg: RunConfig, layers: range | list[int]) -> list[tuple[float
     out: list[tuple[float, bool]] = []
     tp, etp, ep = p.tp, p.etp, p.ep
     for i in layers:
-        moe = m.is_moe_layer(i)
+        moe = layer_kind(m, i)
         hit = _LAYER_RANK_TENSORS.get((id(m), moe, tp, etp, ep))
         if hit is None or hit[0] is not m:
             if len(_LAYER_RANK_TENSORS) >= 4096:
@@ -43,7 +44,7 @@ def _rank_tensors(cfg: RunConfig, layers: range | list[int]) -> list[tuple[float
     return out
 
 
-_LAYER_RANK_TENSORS: dict[tuple[int, bool, int, int, int],
+_LAYER_RANK_TENSORS: dict[tuple[int, bool | str, int, int, int],
                           tuple[object, tuple[tuple[float, bool], ...]]] = {}
 """One layer's ``_rank_tensors`` by (model identity, routed experts, tp, etp, ep), each kept
 with its (frozen) model so an identity is never reused while kept: ``layer_tensors`` reads the
@@ -182,9 +183,9 @@ def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
     if first or last:
         out.append(comms([(_end_matrices(cfg, first, last) * rank_vocab(cfg) * m.hidden_size
                            * ACT, False)]))
-    kinds: dict[bool, list[Comm]] = {}  # a block's unit by whether it has routed experts
+    kinds: dict[bool | str, list[Comm]] = {}  # a block's unit by its kind (layer_kind)
     for i in layers:
-        kind = m.is_moe_layer(i)
+        kind = layer_kind(m, i)
         if kind not in kinds:
             sizes = [(n * (1 if fp8 and n >= matrix else ACT), e)
                      for n, e in _rank_tensors(cfg, [i])]
@@ -412,7 +413,8 @@ def _module_order(cfg: RunConfig, i: int) -> list[float]:
     ``TransformerLayer``). Other layers (MoE, MLA, QK or post-sublayer norms) keep
     ``layer_tensors``' order."""
     m, tp = cfg.model, cfg.parallel.tp
-    if m.is_mla or m.is_moe_layer(i) or m.qk_layernorm or m.post_sublayer_norm:
+    if m.is_mla or m.is_moe_layer(i) or m.qk_layernorm or m.post_sublayer_norm or \
+            m.hybrid_layer_pattern is not None:
         return [n for n, _ in _rank_tensors(cfg, [i])]
     h, f = m.hidden_size, m.ffn_size
     mats = 3 if m.activation == "swiglu" else 2

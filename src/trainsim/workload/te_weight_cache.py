@@ -31,6 +31,7 @@ from collections.abc import Iterable
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.config.hybrid import layer_kind
 from trainsim.workload.fp8_gather import fp8_weight_shapes, fp8_weights_gathered
 from trainsim.workload.ops import Elementwise, Op
 from trainsim.workload.shard import (
@@ -75,9 +76,9 @@ def weight_quantization(cfg: RunConfig, layers: Iterable[int]) -> list[Op]:
         return []
     sh = shard_of(cfg)
     elements = tensors = 0.0
-    kinds: dict[bool, tuple[float, float]] = {}  # per layer kind: (elements, tensors)
+    kinds: dict[bool | str, tuple[float, float]] = {}  # per layer kind: (elements, tensors)
     for i in layers:
-        kind = cfg.model.is_moe_layer(i)
+        kind = layer_kind(cfg.model, i)
         if kind not in kinds:
             shapes = fp8_weight_shapes(cfg, i)
             kinds[kind] = (sum(r * c * n for r, c, n, _ in shapes), sum(n for *_, n, _ in shapes))

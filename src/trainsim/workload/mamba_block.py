@@ -1,0 +1,169 @@
+"""Op lists of a Mamba-2 layer (hybrid symbol ``M``) on one rank: its forward as Megatron-core
+runs it in training, and the backward of its fused conv1d + SSD scan.
+
+Forward (NVIDIA/Megatron-LM@d98e8a64 megatron/core/ssm/mamba_layer.py ``MambaLayer.forward``
+lines 158-179, mamba_mixer.py ``MambaMixer.forward`` lines 510-527 and ``_ssm_training``
+lines 679-733): the pre-norm fused into ``in_proj`` (``TELayerNormColumnParallelLinear``:
+column-parallel h -> (2 d_inner + 2 G N + H) / tp, the SP all-gather before it as for QKV),
+the ``l b d -> b l d`` copy of its output where the micro-batch holds more than one sequence
+(``.contiguous()`` of a permuted view; a view where b = 1), then mamba_ssm's
+``mamba_split_conv1d_scan_combined`` called without ``rmsnorm_weight`` and ``outproj_weight``
+(so z gates inside the scan), the copy back, the gated module's RMSNorm over d_inner / tp
+(``ExtendedRMSNorm`` called on y alone, line 731), ``out_proj`` (row-parallel d_inner / tp
+-> h, reduce-scatter or all-reduce as attention's output projection) and the bias-dropout-add.
+
+The fused function (state-spaces/mamba@e9594ce1 mamba_ssm/ops/triton/ssd_combined.py
+``MambaSplitConv1dScanCombinedFn.forward`` lines 824-901): ``causal_conv1d_fwd`` over the
+x, B, C channels (d_inner + 2 G N) / tp, then ``_mamba_chunk_scan_combined_fwd`` (lines
+343-395): ``_chunk_cumsum_fwd``, ``_chunk_state_fwd`` (per head and chunk B^T x: N x Q by Q x P),
+``_state_passing_fwd`` (fp32 states in, 16-bit out), ``_bmm_chunk_fwd`` (per group and chunk
+C B^T: Q x N by N x Q, fp32 out) and ``_chunk_scan_fwd`` (per head and chunk [C B^T * decay | C]
+by [x ; states]: Q x (Q + N) by (Q + N) x P, with D and the z gate). It saves zxBCdt and the
+ungated output (``ctx.save_for_backward``, line 888), not the conv output or the states.
+
+Each Triton matmul kernel is priced as ``compute.roofline`` prices a one-kernel grouped GEMM of
+equal groups (``Gemm.grouped`` ``triton``): its grid is one program per output tile of every
+(sequence, chunk, head) problem, launched once, which is what a Triton grouped GEMM is; the
+others (cumsum, state passing, conv1d, the z-gate backward) are memory-bound by the bytes they
+must move. The FLOPs of the forward's three matmul kernels are ``model.mamba.scan_flops``
+(chunk_scan's k = Q + N joins its two products).
+
+Backward (``MambaSplitConv1dScanCombinedFn.backward`` lines 903-981 and
+``_mamba_chunk_scan_combined_bwd`` lines 397-516): the conv1d forward again, then the cumsum,
+C B^T, the chunk states and their passing recomputed (lines 441-448), ``_chunk_scan_bwd_dz``,
+``_chunk_scan_bwd_dstates``, ``_state_passing_bwd``, ``_chunk_scan_chunk_state_bwd_dx``,
+``_chunk_state_bwd_db``, ``_chunk_scan_bwd_dC``, ``_chunk_scan_bwd_dcb``, two
+``_bmm_chunk_bwd``, the reverse cumsum of ddA in torch ops, ``_chunk_scan_bwd_ddAcs_stable``,
+``_chunk_cumsum_bwd`` and ``causal_conv1d_bwd``: nine matmul kernels and seven memory-bound
+ones, one pass each.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import cast
+
+from trainsim.config import RunConfig
+from trainsim.config.hybrid import mamba_heads
+from trainsim.model.mamba import conv_channels, in_proj_width, inner
+from trainsim.workload.elementwise import full_wave_norm, norm_impl, norm_op
+from trainsim.workload.ops import ACT_BYTES as ACT
+from trainsim.workload.ops import Elementwise, Gemm, Op
+from trainsim.workload.shard import Shard, linear, tp_enter, tp_exit
+
+SSD = "ssd."
+"""Name prefix of the fused function's forward ops: ``workload.layers.backward_of`` replaces
+them all by ``scan_backward`` where it meets the last (``SSD_LAST``)."""
+SSD_LAST = SSD + "chunk_scan"
+TRITON = "triton"
+STATE_BYTES = 4
+"""The chunk states are computed in fp32 (``states_in_fp32=True``)."""
+
+
+def _sizes(cfg: RunConfig, sh: Shard) -> tuple[int, int, int, int, int, int, int]:
+    """(d_inner, conv channels, heads, groups on this rank, Q, P, N) and (problems per head)."""
+    m, t = cfg.model, sh.tp
+    return (inner(m) // t, conv_channels(m) // t, mamba_heads(m) // t,
+            m.mamba_num_groups // t, min(m.mamba_chunk_size, sh.q_len), m.mamba_head_dim,
+            m.mamba_state_dim)
+
+
+def mamba_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
+    """Forward ops of one Mamba-2 layer for one micro-batch on one rank (module docstring)."""
+    m = cfg.model
+    h, T, nt = m.hidden_size, sh.tokens, sh.norm_tokens
+    d, c, heads, groups, q, p, n = _sizes(cfg, sh)
+    ops: list[Op] = []
+    norm = norm_impl(m.normalization, h, sh.eager, sh.compiled, sh.norm)
+    ops.append(norm_op("mamba_norm", m.normalization, nt * h, norm, sh.stream_bytes,
+                       full_wave_norm(norm, sh.compiled)))
+    tp_enter(ops, sh, h, "mamba")
+    width = in_proj_width(m) // sh.tp
+    linear(ops, sh, "in_proj", T, width, h, seq_parallel="gather", norm_fused=True)
+    if sh.batch > 1:  # rearrange(zxBCdt, "l b d -> b l d").contiguous(): a copy, and back
+        ops.append(Elementwise("zxbcdt_copy", bytes=2 * T * width * ACT, kernel="copy",
+                               bwd_bytes=2 * T * width * ACT, bwd_kernels=1))
+    problems = sh.batch * math.ceil(sh.q_len / q)  # (sequence, chunk) pairs
+    ops += [Elementwise(SSD + "conv1d", bytes=2 * T * c * ACT, kernel="causal_conv1d"),
+            # dt read, its softplus'd copy and the chunk's cumulative dA written in fp32
+            Elementwise(SSD + "chunk_cumsum", bytes=T * heads * (ACT + 2 * STATE_BYTES),
+                        kernel="ssd_cumsum"),
+            Gemm(SSD + "chunk_state", m=n, n=p, k=q, batch=problems * heads, grouped=TRITON),
+            Elementwise(SSD + "state_passing", kernel="ssd_state_passing",
+                        bytes=problems * heads * p * n * (STATE_BYTES + ACT)),
+            Gemm(SSD + "bmm_chunk", m=q, n=q, k=n, batch=problems * groups, grouped=TRITON),
+            Gemm(SSD_LAST, m=q, n=p, k=q + n, batch=problems * heads, grouped=TRITON)]
+    if sh.batch > 1:  # rearrange(y, "b l d -> l b d").contiguous()
+        ops.append(Elementwise("ssm_out_copy", bytes=2 * T * d * ACT, kernel="copy",
+                               bwd_bytes=2 * T * d * ACT, bwd_kernels=1))
+    # RMSNormGated over d_inner / tp in groups (z already applied): mamba_ssm's Triton
+    # layernorm_gated, one program per row; reads y, writes its 16-bit output and rstd
+    ops.append(Elementwise("ssm_norm", bytes=T * (2 * d * ACT + groups * STATE_BYTES),
+                           kernel=m.normalization, impl="triton"))
+    linear(ops, sh, "out_proj", T, h, d, seq_parallel="scatter")
+    tp_exit(ops, sh, h, "mamba")
+    mask = 1 if m.hidden_dropout > 0 else 0
+    split = sh.eager and mask > 0
+    ops.append(Elementwise("mamba_bias_dropout_add",
+                           bytes=nt * h * (3 * sh.stream_bytes + mask * (1 + (2 * ACT if split
+                                                                                else 0))),
+                           kernels=2 if split else 1, kernel="residual_add",
+                           impl="eager" if split else "fused"))
+    return ops
+
+
+def scan_backward(fwd: list[Op]) -> list[Op]:
+    """The fused conv1d + SSD function's backward, from its forward ops in ``fwd`` (module
+    docstring): one op per kernel, matmuls as one-kernel grouped GEMMs."""
+    by = {op.name: op for op in fwd if op.name.startswith(SSD)}
+    conv, cumsum, passing = by[SSD + "conv1d"], by[SSD + "chunk_cumsum"], by[SSD + "state_passing"]
+    state, cb = cast(Gemm, by[SSD + "chunk_state"]), cast(Gemm, by[SSD + "bmm_chunk"])
+    n, p, q = state.m, state.n, state.k
+    per_head, per_group = state.batch, cb.batch
+    tokens_heads = per_head * q  # (token, head) pairs (the last chunk counted whole)
+    d_tokens = tokens_heads * p  # x, z, y elements
+
+    def redo(op: Op) -> Op:
+        if isinstance(op, Gemm):
+            return Gemm(f"{op.name}.recompute", m=op.m, n=op.n, k=op.k, batch=op.batch,
+                        grouped=TRITON)
+        return Elementwise(f"{op.name}.recompute", bytes=op.bytes,
+                           kernel=cast(Elementwise, op).kernel)
+
+    def mm(name: str, rows: int, cols: int, k: int, batch: int) -> Gemm:
+        return Gemm(f"{SSD}{name}", m=rows, n=cols, k=k, batch=batch, grouped=TRITON)
+
+    return [
+        redo(conv), redo(cumsum), redo(cb), redo(state), redo(passing),
+        # reads x, z, the saved output and its gradient; writes dz and the ungated gradient
+        Elementwise(SSD + "chunk_scan_bwd_dz", bytes=6 * d_tokens * ACT, kernel="ssd_bwd_dz"),
+        mm("chunk_scan_bwd_dstates", n, p, q, per_head),
+        # reads the states and their gradients in fp32, writes both in 16 bits
+        Elementwise(SSD + "state_passing_bwd", bytes=per_head * p * n * 2 * (STATE_BYTES + ACT),
+                    kernel="ssd_state_passing.bwd"),
+        mm("chunk_scan_chunk_state_bwd_dx", q, p, q + n, per_head),
+        mm("chunk_state_bwd_db", q, n, p, per_head),
+        mm("chunk_scan_bwd_dc", q, n, p, per_head),
+        mm("chunk_scan_bwd_dcb", q, q, p, per_head),
+        mm("bmm_chunk_bwd_db", q, n, q, per_group),
+        mm("bmm_chunk_bwd_dc", q, n, q, per_group),
+        # ddA_cumsum_prev.flip(-1).cumsum(-1).flip(-1) and two adds, fp32, in torch
+        Elementwise(SSD + "ddA_reverse_cumsum", bytes=5 * 2 * tokens_heads * STATE_BYTES,
+                    kernels=5, kernel="copy", impl="eager"),
+        mm("chunk_scan_bwd_ddacs", q, q, p, per_head),
+        # reads ddA and ddt (fp32) and dt, writes ddt
+        Elementwise(SSD + "chunk_cumsum_bwd", bytes=tokens_heads * (2 * STATE_BYTES + 2 * ACT),
+                    kernel="ssd_cumsum.bwd"),
+        # reads xBC and its gradient, writes the input gradient (weights' gradients beside)
+        Elementwise(SSD + "conv1d.bwd", bytes=conv.bytes * 3 / 2, kernel="causal_conv1d.bwd"),
+    ]
+
+
+def mamba_backward_flops(cfg: RunConfig, sh: Shard) -> float:
+    """FLOPs of the scan's backward kernels (recomputation included) on one rank: what
+    ``scan_backward`` prices, for tests and reports."""
+    fwd = mamba_forward(cfg, sh)
+    return sum(op.flops for op in scan_backward(fwd) if isinstance(op, Gemm))
+
+
+__all__ = ["SSD", "SSD_LAST", "mamba_forward", "scan_backward"]
