@@ -52,7 +52,7 @@ def main() -> None:
         print(f"{NAMES.get(kind, kind):10s} {n:6d} {f * 1e3:7.3f} {b * 1e3:7.3f}"
               f" {'':29s}{n * (f + b) * 1e3:8.2f}")
     print(f"layers' passes per micro-batch: {total * 1e3:.2f} ms; micro-batches per rank "
-          f"{cfg.training.global_batch_size // (cfg.parallel.dp * cfg.training.micro_batch_size)}")
+          f"{cfg.num_microbatches}")
     if a.ops and "M" in counts:
         lf = layer_forward(cfg, sh, "M")
         for label, ops in (("forward", lf), ("backward", backward_of(lf, sh))):

@@ -309,9 +309,14 @@ def recipe_options(row: dict[str, str], model: dict[str, Any], profile: Any) -> 
         return out
     domain = int(_cell(row, "gpus_per_node") or node_size(row))
     kind = _cell(row, "fp8_recipe") or _cell(row, "dtype") or "bf16"
+    # a hybrid model has no combined 1F1B (Megatron-core builds schedule plans for GPTModel
+    # only; Megatron-Bridge@067f987d perf_recipes/nemotronh/gb200/nemotronh.py's Nano recipes
+    # leave the expert all-to-all overlap off)
+    never = {"ep_overlap"} if model.get("hybrid_layer_pattern") or \
+        preset.get("hybrid_layer_pattern") else set()
     for scope, by_recipe in (profile.defaults.get("moe_recipe_options") or {}).items():
         if domain > NVLINK_SCOPES[scope]:
-            out |= set(by_recipe.get(kind, ()))
+            out |= set(by_recipe.get(kind, ())) - never
     return out
 
 
