@@ -31,7 +31,8 @@ def main() -> None:
     ap.add_argument("--row", help="row id (default: the first)")
     ap.add_argument("--ops", action="store_true", help="list the Mamba layer's ops")
     a = ap.parse_args()
-    rows = list(csv.DictReader(open(a.file)))
+    with open(a.file) as f:
+        rows = list(csv.DictReader(f))
     row = next(r for r in rows if a.row in (None, r["id"]))
     res = predict_training_row(row)
     if res.predicted is None:

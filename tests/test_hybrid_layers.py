@@ -1,6 +1,6 @@
 """Hybrid Mamba-2 / attention / MLP / MoE layer stacks (config.hybrid, model.mamba,
 catalog.hf_hybrid): the pattern, exact parameter counts, model FLOPs, the hub reader, and the
-refusal to simulate what the step does not price yet."""
+refusal to simulate what the step does not price."""
 
 from __future__ import annotations
 
@@ -120,11 +120,13 @@ def test_impossible_patterns_are_refused_by_name(change, match):
         ModelConfig(hidden_size=512, num_layers=4, num_attention_heads=8, **change)
 
 
-def test_simulating_a_hybrid_model_is_refused():
-    """The step does not price a Mamba mixer yet: the run is refused, naming the field."""
-    with pytest.raises(ConfigError, match="hybrid_layer_pattern.*not modelled yet"):
+def test_simulating_what_the_hybrid_step_does_not_price_is_refused():
+    """Context parallelism over Mamba layers is not priced: the run is refused, naming the
+    field (the rest of the hybrid step is: tests/test_mamba_block.py)."""
+    with pytest.raises(ConfigError, match="parallel.cp=2 with Mamba layers"):
         run_config_from_dict({"model": "nemotron-h-8b", "training": {"global_batch_size": 8},
-                     "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8}})
+                              "parallel": {"cp": 2},
+                              "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8}})
 
 
 HUB_NANO = {  # nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json, the fields read

@@ -1,0 +1,201 @@
+"""The hybrid step (workload.mamba_block, workload.layers' hybrid kinds, memory of hybrid
+layers): a Mamba-2 layer's ops, its TP split, its saved tensors, the attention / MLP / MoE
+halves, the refusals of what is not priced, and whole hybrid runs."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import trainsim
+from trainsim.config.hybrid import layer_kind, mamba_heads
+from trainsim.errors import ConfigError
+from trainsim.memory.estimate import activation_bytes_per_layer
+from trainsim.memory.params import stage_param_split
+from trainsim.model import mamba
+from trainsim.model.counts import layer_params
+from trainsim.workload.layers import _layer_forward, backward_of, layer_forward
+from trainsim.workload.mamba_block import SSD, mamba_backward_flops
+from trainsim.workload.ops import Comm, Gemm
+from trainsim.workload.shard import shard_of
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(model="nemotron-h-8b", gpus=8, tp=1, sp=None, mbs=1, seq=8192, dtype="bf16", **par):
+    return trainsim.run_config_from_dict({
+        "model": model,
+        "training": {"global_batch_size": 8 * gpus // tp, "micro_batch_size": mbs,
+                     "seq_length": seq, "dtype": dtype, "framework": "megatron-core"},
+        "parallel": {"tp": tp, "sequence_parallel": tp > 1 if sp is None else sp, **par},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": gpus, "gpus_per_node": 8}})
+
+
+def gemms(ops, prefix=""):
+    return {op.name: op for op in ops if isinstance(op, Gemm) and op.name.startswith(prefix)}
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4])
+def test_mamba_layer_ops_count_the_scan_and_projections(tp):
+    """Per rank: in_proj h -> (2 d + 2 G N + H) / tp over all tokens, out_proj d / tp -> h, and
+    the SSD kernels' matmul FLOPs equal ``mamba.scan_flops`` per token over tp."""
+    cfg = run(tp=tp)
+    m, sh = cfg.model, shard_of(cfg)
+    fwd = layer_forward(cfg, sh, "M")
+    g = gemms(fwd)
+    T = 8192
+    assert (g["in_proj"].m, g["in_proj"].n, g["in_proj"].k) == \
+        (T, mamba.in_proj_width(m) // tp, m.hidden_size)
+    assert (g["out_proj"].m, g["out_proj"].n, g["out_proj"].k) == \
+        (T, m.hidden_size, mamba.inner(m) // tp)
+    projections = g["in_proj"].flops + g["out_proj"].flops
+    assert projections == pytest.approx(2 * T * mamba.matmul_params(m) / tp)
+    scan = sum(op.flops for op in gemms(fwd, SSD).values())
+    assert scan == pytest.approx(T * mamba.scan_flops(m, 8192) / tp, rel=1e-12)
+    assert [op.name for op in fwd if op.name.startswith(SSD)] == [
+        "ssd.conv1d", "ssd.chunk_cumsum", "ssd.chunk_state", "ssd.state_passing",
+        "ssd.bmm_chunk", "ssd.chunk_scan"]
+    # the conv1d reads and writes the x, B, C channels of this rank in 16 bits
+    conv = next(op for op in fwd if op.name == "ssd.conv1d")
+    assert conv.bytes == 2 * T * mamba.conv_channels(m) // tp * 2
+
+
+def test_mamba_layer_tp_communication_is_attention_s():
+    """Under SP the in_proj input is all-gathered and the out_proj output reduce-scattered (the
+    hidden size over all tokens, 16-bit); without SP one all-reduce; tp 1 none."""
+    for tp, sp, kinds in ((2, True, ["all_gather", "reduce_scatter"]), (2, False, ["all_reduce"]),
+                          (1, False, [])):
+        cfg = run(tp=tp, sp=sp)
+        fwd = layer_forward(cfg, shard_of(cfg), "M")
+        comms = [op for op in fwd if isinstance(op, Comm)]
+        assert [c.kind for c in comms] == kinds
+        assert all(c.bytes == 8192 * cfg.model.hidden_size * 2 for c in comms)
+
+
+def test_mamba_backward_replaces_the_fused_scan_and_keeps_the_linears():
+    """The fused function's forward ops have no dgrad / wgrad of their own: its backward
+    recomputes conv1d and the states and runs the scan's gradient kernels; in_proj and out_proj
+    get dgrad and wgrad; the scan's backward FLOPs are its forward's recomputed plus the
+    gradients' (2 G Q N + 2 H N P twice, 2 H P (Q + N), 6 H N P... : 2.5x to 3.5x forward)."""
+    cfg = run()
+    sh = shard_of(cfg)
+    fwd = layer_forward(cfg, sh, "M")
+    bwd = backward_of(fwd, sh)
+    names = [op.name for op in bwd]
+    assert not any(n.startswith(SSD) and n.endswith((".dgrad", ".wgrad")) for n in names)
+    for linear in ("in_proj", "out_proj"):
+        assert f"{linear}.dgrad" in names and f"{linear}.wgrad" in names
+    assert names.index("out_proj.dgrad") < names.index("ssd.conv1d.recompute") \
+        < names.index("ssd.conv1d.bwd") < names.index("in_proj.dgrad")
+    fwd_flops = sum(op.flops for op in gemms(fwd, SSD).values())
+    back = mamba_backward_flops(cfg, sh)
+    assert back == sum(op.flops for op in gemms(bwd, SSD).values())
+    assert 2.5 * fwd_flops < back < 3.5 * fwd_flops
+
+
+def test_mamba_layer_saved_bytes_by_hand():
+    """bf16, tp 2 with SP, no dropout: norm input and in_proj input (2 + 2 bytes of h, sharded
+    by SP), zxBCdt (2 W), the ungated scan output and the gated norm's input (2 d each), out_proj
+    input (2 d), rstd (4 G), all over tp; selective recompute changes nothing, full keeps the
+    layer's input."""
+    cfg = run(tp=2)
+    m = cfg.model
+    T, h, W, d, G = 8192, m.hidden_size, mamba.in_proj_width(m), mamba.inner(m), m.mamba_num_groups
+    want = T * h * 4 / 2 + T * (2 * W + 2 * d + 2 * d + 2 * d + 4 * G) / 2
+    assert activation_bytes_per_layer(cfg, "none", "M") == pytest.approx(want)
+    assert activation_bytes_per_layer(cfg, "selective", "M") == pytest.approx(want)
+    assert activation_bytes_per_layer(cfg, "full", "M") == pytest.approx(2 * T * h / 2)
+
+
+def test_attention_and_mlp_halves_make_a_transformer_layer():
+    """A ``*`` layer then a ``-`` layer run the ops of one attention + MLP transformer layer and
+    keep its bytes (its two halves)."""
+    cfg = run(tp=2)
+    sh = shard_of(cfg)
+    halves = layer_forward(cfg, sh, "*") + layer_forward(cfg, sh, "-")
+    assert halves == _layer_forward(cfg, sh, False)
+    for mode in ("none", "selective"):
+        both = activation_bytes_per_layer(cfg, mode, "*") + activation_bytes_per_layer(cfg, mode, "-")
+        assert both == pytest.approx(activation_bytes_per_layer(cfg, mode, False))
+
+
+def test_moe_half_is_the_expert_block():
+    """An ``E`` layer is the MoE layer's ops after the attention's residual add."""
+    cfg = run("nemotron-3-nano-30b-a3b", ep=8)
+    sh = shard_of(cfg)
+    whole = _layer_forward(cfg, sh, True)
+    cut = [op.name for op in whole].index("attn_bias_dropout_add") + 1
+    assert layer_forward(cfg, sh, "E") == whole[cut:]
+    assert layer_forward(cfg, sh, "E")[0].name == "mlp_norm"
+
+
+def test_non_hybrid_kinds_are_the_routed_flag():
+    """A model without a pattern keeps its kinds (and every cache keyed by them) as before."""
+    cfg = trainsim.run_config_from_dict({"model": "mixtral-8x7b", "training": {"global_batch_size": 8},
+                                         "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8}})
+    assert [layer_kind(cfg.model, i) for i in range(3)] == [True] * 3
+    h = run()
+    assert "".join(str(layer_kind(h.model, i)) for i in range(52)) == h.model.hybrid_layer_pattern
+
+
+def test_stage_parameters_follow_the_symbols():
+    """A pipeline stage of a hybrid model holds its layers' own parameters."""
+    cfg = run(gpus=8, pp=2)
+    m = cfg.model
+    dense, experts = stage_param_split(cfg, 0)
+    ranges = cfg.virtual_stage_layers()
+    layers = sum(layer_params(m, i) for i in ranges[0])
+    emb = m.vocab_size * m.hidden_size
+    assert experts == 0
+    assert dense == pytest.approx(layers + emb, rel=1e-3)  # the vocabulary's padding rows
+
+
+@pytest.mark.parametrize("model,gpus,par", [("nemotron-h-8b", 8, {"tp": 2}),
+                                            ("nemotron-h-47b", 16, {"tp": 8, "pp": 2}),
+                                            ("nemotron-3-nano-30b-a3b", 16, {"ep": 8})])
+def test_hybrid_presets_simulate_with_a_sane_mfu(model, gpus, par):
+    """Whole hybrid runs: an iteration, memory under the GPU's, and MFU between 20 and 70 %."""
+    cfg = trainsim.run_config_from_dict({
+        "model": model,
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 8192,
+                     "dtype": "bf16", "framework": "megatron-core"},
+        "parallel": {"sequence_parallel": par.get("tp", 1) > 1, "distributed_optimizer": True,
+                     **par},
+        "cluster": {"gpu": "h200-sxm-141gb", "num_gpus": gpus, "gpus_per_node": 8}})
+    r = trainsim.simulate(cfg)
+    assert 0.2 < r.mfu < 0.7
+    assert r.peak_memory_bytes < cfg.cluster.gpu.hbm_bytes
+
+
+@pytest.mark.parametrize("change,match", [
+    ({"parallel": {"tp": 16}}, "parallel.tp=16 must divide the Mamba heads"),
+    ({"parallel": {"moe_overlap_ep_comm": True, "ep": 8}}, "moe_overlap_ep_comm"),
+    ({"training": {"framework": "torchtitan"}}, "training.framework='torchtitan'"),
+])
+def test_what_the_hybrid_step_does_not_price_is_refused(change, match):
+    raw = {"model": "nemotron-3-nano-30b-a3b",
+           "training": {"global_batch_size": 16, **change.get("training", {})},
+           "parallel": change.get("parallel", {}),
+           "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 16}}
+    with pytest.raises(ConfigError, match=match):
+        trainsim.run_config_from_dict(raw)
+    assert mamba_heads(trainsim.catalog.model("nemotron-3-nano-30b-a3b")) == 64
+
+
+def test_nano_check_file_is_the_archive_s_rows_and_validates():
+    """benchmarks/training_nemotron3.csv is what bridge_archive_rows.py --hybrid writes (the
+    archive's 9 Nemotron 3 Nano rows), and every row is simulated."""
+    path = ROOT / "benchmarks" / "training_nemotron3.csv"
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bridge_archive_rows.py"),
+                          "--hybrid"], capture_output=True, text=True, check=True).stdout
+    assert out == path.read_text()
+    rows = list(csv.DictReader(path.open()))
+    assert len(rows) == 9 and {r["model"] for r in rows} == {"nemotron-3-nano-30b-a3b"}
+    from trainsim.validate.training import predict_training_row
+
+    res = predict_training_row(rows[-1])  # the H100 row
+    assert res.error is None and res.predicted > 0
