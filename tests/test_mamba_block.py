@@ -236,3 +236,12 @@ def test_nemotron_h_check_file_is_the_readme_s_table():
 
     res = predict_training_row(rows[0])
     assert res.error is None and res.predicted > 0
+
+
+def test_search_refuses_a_hybrid_model():
+    """The search's bounds count routed and dense layers: a hybrid model is refused by name."""
+    from trainsim.search import Base, search
+
+    cfg = run()
+    with pytest.raises(ConfigError, match="hybrid_layer_pattern: trainsim search"):
+        search(Base(cfg.model, cfg.training, cfg.cluster), [8])
