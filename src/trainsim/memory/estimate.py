@@ -271,8 +271,11 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
     if stage == p.pp - 1:
         temps.append(("logits and fp32 softmax", _loss_temporary(cfg)))
     if p.recompute == "full":  # one layer's full activations live during its backward
-        temps.append(("recomputed layer", activation_bytes_per_layer(cfg, recompute="none",
-                                                                       moe=m.is_moe)))
+        layer = activation_bytes_per_layer(cfg, recompute="none", moe=m.is_moe) \
+            if m.hybrid_layer_pattern is None else \
+            max(activation_bytes_per_layer(cfg, recompute="none", moe=k)
+                for k in sorted(set(m.hybrid_layer_pattern)))  # the largest kind's
+        temps.append(("recomputed layer", layer))
     if profile_supports(cfg, "cp_sdpa_ring"):  # torch's ring attention: memory.ring_attention
         sp = p.tp if p.sequence_parallel else 1  # the norm's and the QKV GEMM's inputs
         block_inputs = m.hidden_size * (2 / sp + gemm_input_bytes(cfg) * (
