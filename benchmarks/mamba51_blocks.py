@@ -18,6 +18,7 @@ from trainsim.config.hybrid import layer_kind
 from trainsim.pricing import Pricer
 from trainsim.validate.training import predict_training_row, row_config
 from trainsim.workload.layers import backward_of, layer_forward
+from trainsim.workload.mamba_block import SSD
 from trainsim.workload.recompute import layer_recompute
 from trainsim.workload.shard import shard_of
 
@@ -54,6 +55,15 @@ def main() -> None:
               f" {'':29s}{n * (f + b) * 1e3:8.2f}")
     print(f"layers' passes per micro-batch: {total * 1e3:.2f} ms; micro-batches per rank "
           f"{cfg.num_microbatches}")
+    if "M" in counts:  # the fused conv1d + SSD scan's share, and what would close the gap
+        lf = layer_forward(cfg, sh, "M")
+        ssd = sum(s for ops in (lf, backward_of(lf, sh))
+                  for _, s, name in pricer.price(ops).segments if name.startswith(SSD))
+        whole = ssd * counts["M"] * cfg.num_microbatches * cfg.parallel.vpp / cfg.parallel.pp
+        gap = res.measured - res.predicted
+        print(f"conv1d + SSD kernels: {ssd * 1e3:.3f} ms per Mamba layer and micro-batch, "
+              f"{whole:.2f} s of the iteration; the gap ({gap:+.2f} s) would be these kernels at "
+              f"{(whole + gap) / whole:.2f}x their priced time (an attribution, not a fit)")
     if a.ops and "M" in counts:
         lf = layer_forward(cfg, sh, "M")
         for label, ops in (("forward", lf), ("backward", backward_of(lf, sh))):
