@@ -8,8 +8,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from trainsim.config.hybrid import layer_kind
-
 
 @dataclass(frozen=True)
 class _Layout:
@@ -141,8 +139,7 @@ def link_floor(cfg: Any, pricer: Any, ranges: tuple[range, ...],
     from trainsim.workload.sharding import fsdp_pp_mode
 
     p = cfg.parallel
-    is_moe = cfg.model.is_moe_layer if cfg.model.hybrid_layer_pattern is None else \
-        (lambda i: layer_kind(cfg.model, i))
+    is_moe = cfg.model.is_moe_layer
     out = [(0.0, 0.0)] * p.pp
     if p.zero_stage < 3 or fsdp_pp_mode(cfg) not in (None, "regather") \
             or p.zero3_gather == "per_parameter":
@@ -214,8 +211,7 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
     # ``dp_buckets: first_chunk``) whether it is stage 0: the middle stages of a layout
     # share them, worked out once (the same sums in the same order)
     done: dict[tuple, tuple[float, float, float, float, float]] = {}
-    moe = cfg.model.is_moe_layer if cfg.model.hybrid_layer_pattern is None else \
-        (lambda i: layer_kind(cfg.model, i))
+    moe = cfg.model.is_moe_layer
     for s in range(pp):
         own = tuple(ranges[c * pp + s] for c in range(vpp))
         # (and its chunks' MoE layers and ends, which place the buckets: ``bucket_ready``)

@@ -13,7 +13,6 @@ from typing import Any
 
 from trainsim.compute.roofline import gemm_rate
 from trainsim.config import ParallelConfig
-from trainsim.config.hybrid import layer_kind
 from trainsim.search.layout_costs import (
     BoundShape,
     after_passes,
@@ -100,7 +99,7 @@ def pass_ops(cfg: Any) -> tuple:
 
     sh, model = shard_of(cfg), cfg.model
     layers = {}
-    for moe in {layer_kind(model, i) for i in range(model.num_layers)}:
+    for moe in {model.is_moe_layer(i) for i in range(model.num_layers)}:
         lf = layer_forward(cfg, sh, moe=moe)
         # a partial recompute may skip any layer: price none (a bound)
         layers[moe] = (lf, layer_recompute(cfg, sh, lf,
@@ -484,7 +483,7 @@ class Bounds:
         """(dense, routed-expert) layers of each virtual stage."""
         hit = self._kinds.get(ranges)
         if hit is None:
-            moe = self.base.model.is_moe_layer  # counts routed layers: E is one
+            moe = self.base.model.is_moe_layer
             hit = self._kinds[ranges] = tuple(
                 (len(r) - n, n) for r in ranges for n in [sum(moe(i) for i in r)])
         return hit

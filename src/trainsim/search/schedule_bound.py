@@ -29,8 +29,6 @@ import functools
 from collections import Counter
 from typing import Any
 
-from trainsim.config.hybrid import layer_kind
-
 
 def compute_busy_s(cfg: Any) -> list[float]:
     """Per rank, the seconds of the pipeline passes the simulator places on its compute stream
@@ -140,7 +138,7 @@ def layered_busy_s(cfg: Any, per_kind: Any) -> list[float]:
     for layers in cfg.virtual_stage_layers():
         sums: dict[str, float] = {}
         for i in layers:
-            d = per_kind((layer_kind(m, i), m.layer_window(i) is not None, i in recomputed))
+            d = per_kind((m.is_moe_layer(i), m.layer_window(i) is not None, i in recomputed))
             for k, x in d.items():
                 sums[k] = sums.get(k, 0.0) + x
         stages.append(sums)
