@@ -74,7 +74,8 @@ def concat(parts: tuple[Priced, ...] | list[Priced]) -> Priced:
 
 
 LayerSource = Callable[[RunConfig, Shard, bool | str], list[Op]]
-"""Builds one layer's forward ops for (config, shard, is_moe); the analytical builder is
+"""Builds one layer's forward ops for (config, shard, kind: routed experts, or a hybrid layer's
+symbol, ``config.hybrid.layer_kind``); the analytical builder is
 ``workload.layers.layer_forward``; ``trainsim capture`` supplies ops recorded from PyTorch."""
 
 
@@ -239,7 +240,7 @@ def _waited(part: Priced, wait_s: float) -> Priced:
 def composition(first: bool, last: bool, kinds: list[tuple[bool | str, bool, bool]]) -> Hashable:
     """What one virtual stage's ``Chunk`` depends on within a ``chunks`` call, whose config,
     pricer, shard and layer source are fixed: whether it is the first and the last virtual
-    stage, and its layers' kinds (routed experts, windowed, recomputed) in order. ``chunks``
+    stage, and its layers' kinds (``layer_kind``, windowed, recomputed) in order. ``chunks``
     assembles the virtual stages of one composition once and hands them the same ``Chunk``
     (issue 21, chunk46: the public file's 758 calls built 23,904 virtual stages of 1,980
     compositions). Exact: the assembly reads a layer's index only through its kind (the

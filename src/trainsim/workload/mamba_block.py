@@ -48,20 +48,21 @@ from trainsim.config.hybrid import mamba_heads
 from trainsim.model.mamba import conv_channels, in_proj_width, inner
 from trainsim.workload.elementwise import full_wave_norm, norm_impl, norm_op
 from trainsim.workload.ops import ACT_BYTES as ACT
-from trainsim.workload.ops import Elementwise, Gemm, Op
+from trainsim.workload.ops import Elementwise, Gemm, GroupedImpl, Op
 from trainsim.workload.shard import Shard, linear, tp_enter, tp_exit
 
 SSD = "ssd."
 """Name prefix of the fused function's forward ops: ``workload.layers.backward_of`` replaces
 them all by ``scan_backward`` where it meets the last (``SSD_LAST``)."""
 SSD_LAST = SSD + "chunk_scan"
-TRITON = "triton"
+TRITON: GroupedImpl = "triton"
 STATE_BYTES = 4
 """The chunk states are computed in fp32 (``states_in_fp32=True``)."""
 
 
 def _sizes(cfg: RunConfig, sh: Shard) -> tuple[int, int, int, int, int, int, int]:
-    """(d_inner, conv channels, heads, groups on this rank, Q, P, N) and (problems per head)."""
+    """(d_inner, conv channels, heads, groups) on this rank, then the chunk Q (at most the
+    sequence), the head width P and the state size N."""
     m, t = cfg.model, sh.tp
     return (inner(m) // t, conv_channels(m) // t, mamba_heads(m) // t,
             m.mamba_num_groups // t, min(m.mamba_chunk_size, sh.q_len), m.mamba_head_dim,
