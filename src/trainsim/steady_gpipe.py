@@ -30,7 +30,10 @@ placed before the passes that end before the first pass of the stream they slow 
 slowing tasks of the backward phase's tail (past the inserted periods: the gradient reduction
 after the last backward) that overlap only tail tasks of its own slope and keep their order
 with the rest of that stream (a task before it moving no faster, one after it no slower).
-Anything else (GPipe with overlapped sends slows every pass) is refused: simulated in full.
+Contention inside the periods (overlapped sends: each send on a stage's pipeline stream slows
+that stage's next pass, every period) is proven where the slowing and the slowed streams of a
+phase keep one pace and every task is slowed in every longer run as its representative in B
+is (:class:`_Rigid`). Anything else is refused: simulated in full.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import numpy as np
 
 from trainsim.config import RunConfig
 from trainsim.engine import Timeline
-from trainsim.engine.periodic import REL_TOL, slopes_s
+from trainsim.engine.periodic import GROWTH_TOL, REL_TOL, slopes_s
 from trainsim.optimizer_tasks import AFTER, BEFORE
 from trainsim.summary import Summary, critical_stage, stage_sums, totals
 
@@ -104,6 +107,8 @@ def gpipe_proven(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[int
     if found is None:
         return False
     counterpart, after, forward = found
+    if any(t.slows != ta.tasks[i].slows for t, i in zip(tb.tasks, counterpart)):
+        return False  # a task slowing other than its counterpart does
     tol = rel_tol * tb.makespan_s
     fixed = np.asarray(tags_b) == BEFORE
     fwd_a = np.zeros(len(ta.tasks), dtype=bool)
@@ -126,15 +131,21 @@ def gpipe_proven(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[int
     slope = np.where(forward, sf, slope_t0 + sb)  # per period, from time 0
     if slope.min() < -tol:
         return False
-    return _contention_holds(tb, counterpart, after, forward, slope, tol)
+    local = np.where(forward, sf, sb)  # per period, from its phase's start
+    dev = _deviations(ta, tb, counterpart, after, forward, local, (t0[0], t0[1]))
+    return _contention_holds(tb, counterpart, after, forward, slope, tol,
+                             _Rigid(tb, counterpart, after, forward, local, dev, tol,
+                                    GROWTH_TOL * tb.makespan_s))
 
 
 def _contention_holds(tb: Timeline, counterpart: list[int], after: list[bool],
-                      forward: np.ndarray, slope: np.ndarray, tol: float) -> bool:
+                      forward: np.ndarray, slope: np.ndarray, tol: float, rigid: _Rigid
+                      ) -> bool:
     """Whether every task that slows a stream does so the same way in every longer run: before
     the passes, ended before the first pass of the stream it slows moves; or in the backward
     phase's tail, overlapping only tail tasks of its own slope, the rest of that stream in the
-    same order with it in every longer run (see the module docstring)."""
+    same order with it in every longer run (see the module docstring); or, where neither holds,
+    as :class:`_Rigid` proves it (the slowed and slowing streams of a stage at one pace)."""
     tasks, start, end = tb.tasks, tb.start_s, tb.end_s
     late = np.asarray(after, dtype=bool)
     j = np.asarray(counterpart)
@@ -142,25 +153,120 @@ def _contention_holds(tb: Timeline, counterpart: list[int], after: list[bool],
     tail = late & ~forward & ~np.isin(j, list(copies))
     moving = late | np.isin(j, list(copies)) | ~forward  # the prefix is the rest
     for y in (i for i, t in enumerate(tasks) if t.slows is not None):
-        queue = tb.queues.get(tasks[y].slows[0], [])
-        if not (tail[y] or not moving[y]):
-            return False  # slowing inside the periods (every period contends)
-        if not moving[y]:
-            first = next((x for x in queue if moving[x]), None)
-            if first is not None and not end[y] <= start[first]:
-                return False
-            continue
-        before_tail = [x for x in queue if not tail[x]]
-        for x in before_tail[-1:] + [x for x in queue if tail[x]]:
-            if end[x] <= start[y]:
-                ok = slope[x] <= slope[y] + tol
-            elif start[x] >= end[y]:
-                ok = slope[x] >= slope[y] - tol
-            else:
-                ok = tail[x] and abs(slope[x] - slope[y]) <= tol
-            if not ok:
-                return False
+        if not _holds_at_ends(y, tb, tail, moving, slope, tol, start, end) and \
+                not rigid.holds(y):
+            return False
     return True
+
+
+def _holds_at_ends(y: int, tb: Timeline, tail: np.ndarray, moving: np.ndarray,
+                   slope: np.ndarray, tol: float, start: list[float], end: list[float]) -> bool:
+    """:func:`_contention_holds` for slowing task ``y`` before the passes or in the tail."""
+    queue = tb.queues.get(tb.tasks[y].slows[0], [])
+    if not (tail[y] or not moving[y]):
+        return False  # slowing inside the periods (every period contends)
+    if not moving[y]:
+        first = next((x for x in queue if moving[x]), None)
+        return first is None or end[y] <= start[first]
+    before_tail = [x for x in queue if not tail[x]]
+    for x in before_tail[-1:] + [x for x in queue if tail[x]]:
+        if end[x] <= start[y]:
+            ok = slope[x] <= slope[y] + tol
+        elif start[x] >= end[y]:
+            ok = slope[x] >= slope[y] - tol
+        else:
+            ok = tail[x] and abs(slope[x] - slope[y]) <= tol
+        if not ok:
+            return False
+    return True
+
+
+PREFIX, COPY0, COPY1, TAIL = range(4)
+
+
+def _deviations(ta: Timeline, tb: Timeline, counterpart: list[int], after: list[bool],
+                forward: np.ndarray, local: np.ndarray, t0: tuple[float, float]) -> np.ndarray:
+    """Per task of B, how far its start or end (the larger) is from its counterpart's in A
+    moved as the proof moves it (its phase's origin, and from the cut on its slope)."""
+    j = np.asarray(counterpart)
+    shift = np.where(forward, 0.0, t0[1] - t0[0]) + np.where(after, local, 0.0)
+    return np.maximum(
+        np.abs(np.asarray(tb.start_s) - np.asarray(ta.start_s)[j] - shift),
+        np.abs(np.asarray(tb.end_s) - np.asarray(ta.end_s)[j] - shift))
+
+
+class _Rigid:
+    """Contention inside the periods, proven where the slowing and the slowed tasks of a phase
+    keep one pace (GPipe's overlapped sends: a send on a stage's pipeline stream slows its next
+    pass on the compute stream, every period).
+
+    In G_k (A with ``k`` periods inserted) a task of B's phase is one of: the *prefix* (as in
+    A, its phase's origin moved), *copy* ``c`` of A's period (c = 0..k, copy 0 A's own: B's
+    tasks before the cut that some later one's counterpart is; copy 1 is B's from the cut on),
+    the *tail* (B's other tasks from the cut on, ``k - 1`` slopes after B's). The slope proof
+    (``engine.periodic.slopes_s``) holds where each task of G_k is slowed as its
+    representative in B is (a copy's: copy 1's, which ran as copy 0 in A; the prefix and tail
+    theirs). With every copy and tail task of a slowing and a slowed stream at one slope
+    ``σ``, the offset of two tasks depends only on which copies they are, ``d`` apart: at
+    d = 0 and -1 (the slower one copy earlier) B shows them (copy 1 against copy 1 and copy
+    0); a slower one copy later (d = +1) must start after the slowed task ends (else copies
+    1..k-1 would be slowed by the next copy, which B's copy 1 has not), two copies earlier
+    (d = -2) end before it starts, farther apart copies farther still. A tail slower starts
+    after copy 1 (every copy) ends; a copy slower ends before the tail task it slows starts
+    when two or more copies earlier; a prefix slower ends before copy 1 and the tail start,
+    and a copy or tail slower of a prefix task starts after it ends (all later copies later).
+    Then every task of G_k is slowed at the same offsets by slowers of the same shares as its
+    representative, and by induction over the loop's events runs as it does.
+
+    Contention can widen a deviation every period (``engine.periodic.GROWTH_TOL``): the
+    slowers and slowed tasks that overlap must sit where the proof moves them within that
+    floor, not :data:`REL_TOL`, and their slopes agree within it."""
+
+    def __init__(self, tb: Timeline, counterpart: list[int], after: list[bool],
+                 forward: np.ndarray, local: np.ndarray, dev: np.ndarray, tol: float,
+                 floor: float) -> None:
+        j = np.asarray(counterpart)
+        late = np.asarray(after, dtype=bool)
+        copy = np.isin(j, list(set(j[late].tolist()) & set(j[~late].tolist())))
+        self.kind = np.where(copy, np.where(late, COPY1, COPY0), np.where(late, TAIL, PREFIX))
+        self.start, self.end = np.asarray(tb.start_s), np.asarray(tb.end_s)
+        back = np.where(self.kind == COPY1, local, 0.0)  # a copy's times as copy 0
+        self.base = (self.start - back, self.end - back)
+        self.tb, self.forward, self.local, self.dev = tb, forward, local, dev
+        self.tol, self.floor = tol, floor
+
+    def holds(self, y: int) -> bool:
+        """Whether slowing task ``y`` slows every task of G_k as B shows it (class docstring)."""
+        tb, kind, start, end, tol = self.tb, self.kind, self.start, self.end, self.tol
+        xs = np.asarray([x for x in tb.queues.get(tb.tasks[y].slows[0], [])
+                         if self.forward[x] == self.forward[y]], dtype=np.int64)
+        if not len(xs):
+            return True
+        kx, ky = kind[xs], kind[y]
+        moving_x = kx != PREFIX
+        if ky == PREFIX:  # before every copy 1 and tail task, which only move later
+            return bool(np.all((end[y] <= start[xs] + tol) | ~((kx == COPY1) | (kx == TAIL)))
+                        and np.all(self.local[xs][moving_x] >= -tol))
+        sigma = self.local[y]
+        if not sigma > tol or (ky != COPY0 and not np.all(
+                end[xs][~moving_x] <= start[y] + tol)):
+            return False  # a prefix task a later copy or the tail would reach
+        xs, kx = xs[moving_x], kx[moving_x]
+        if not np.all(np.abs(self.local[xs] - sigma) <= self.floor):
+            return False  # not one pace
+        bs, be = self.base
+        copy_x = kx != TAIL
+        if ky == TAIL:  # after copy 1's tasks (every copy's)
+            ok = np.where(copy_x, start[y] >= be[xs] + sigma - tol, True)
+        else:  # one copy later after, two earlier before, two or more before the tail
+            ok = np.where(copy_x,
+                          (bs[y] + sigma >= be[xs] - tol) & (be[y] <= bs[xs] + 2 * sigma + tol),
+                          be[y] <= start[xs] + sigma + tol)
+        if not ok.all():
+            return False
+        overlap = (start[y] < end[xs] - tol) & (end[y] > start[xs] + tol)
+        return bool(np.all(self.dev[xs][overlap] <= self.floor) and
+                    (not overlap.any() or self.dev[y] <= self.floor))
 
 
 def two_run_summary(cfg: RunConfig, ga, ta: Timeline, gb, tb: Timeline, k: int) -> Summary:
