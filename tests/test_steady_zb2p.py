@@ -9,9 +9,10 @@ from collections import Counter
 from fractions import Fraction
 
 import pytest
-from helpers import pipelined_configs, shortcut_methods
+from helpers import assert_same_simulation, pipelined_configs, shortcut_methods
 
 import trainsim.steady_state as steady
+from trainsim import simulate
 from trainsim.workload import zb_search
 
 N_CONFIGS = 200
@@ -82,3 +83,21 @@ def test_zb2p_steady_state_agrees_with_the_full_simulation_on_all_configs(monkey
     """The same over all 200 random configs, the shortcut taken on most."""
     methods = _agree(monkeypatch, N_CONFIGS)
     assert methods["steady-state"] >= N_CONFIGS // 2, methods
+
+
+def test_a_late_settling_search_is_tried_from_where_it_settles():
+    """The llama3-70b example's zb_2p search settles late (from 143 micro-batches at pp 4):
+    the shortcut's truncated runs start there (not at the next rung of the ladder of lengths,
+    159, which 300 micro-batches cannot afford), and agree with the full simulation."""
+    from trainsim import load_run_config
+    from trainsim.pricing import Pricer
+    from trainsim.simulator import build_graph
+
+    cfg = load_run_config("examples/llama3-70b-h100-64.yaml", (
+        "parallel.pipeline_schedule=zb_2p", "parallel.vpp=1", "training.global_batch_size=600"))
+    settled = build_graph(cfg, Pricer(cfg), None, 8 * cfg.parallel.pp).settled_from
+    assert 8 * cfg.parallel.pp < settled and 2 * (settled + 1) <= cfg.num_microbatches
+    fast = simulate(cfg)
+    assert fast.simulation["reason"].startswith(
+        f"period proven on truncated runs of {settled:,} and {settled + 1:,} micro-batches")
+    assert_same_simulation(fast, simulate(cfg, keep_timeline=True))

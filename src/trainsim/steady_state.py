@@ -94,8 +94,6 @@ two places of every rank's order, and its stages keep paces of their own) has it
 MAX_NAMED_WARMUP = 8
 """:func:`named_plan` looks for A's length up to this many micro-batches per pipeline stage
 (ZB-H2's warm-up, the longest, is 2pp - 1)."""
-SETTLED = -1
-"""Where ``_attempt``'s runs note zb_2p's ``settled_from`` (the least A its order proof needs)."""
 _duration = attrgetter("duration_s")
 _slows = attrgetter("slows")
 
@@ -289,9 +287,13 @@ def attempts(cfg: RunConfig) -> list[Plan]:
     runs together at most twice it (counted in micro-batches simulated; A is run only where B
     alone does not prove the period)."""
     first, _ = plan(cfg)
-    if first is None:
-        return []
-    m, out, spent, extra = cfg.num_microbatches, [], 0, 0
+    return [] if first is None else _ladder(first, cfg.num_microbatches)
+
+
+def _ladder(first: Plan, m: int, spent: int = 0) -> list[Plan]:
+    """:func:`attempts` from ``first`` on for ``m`` micro-batches, ``spent`` of the budget
+    (micro-batches, twice ``m`` in all) already spent."""
+    out, extra = [], 0
     while True:
         current = Plan(first.m_a + extra * first.q, first.q, first.cut + extra * first.unit,
                        first.unit)
@@ -339,12 +341,14 @@ def attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = N
 
 def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
              tries: list[Plan], cap: float) -> tuple[Summary | None, str]:
-    """:func:`attempt` where the shortcut applies: the truncated runs ``tries``, in order."""
-    spent, longest = 0.0, 0
+    """:func:`attempt` where the shortcut applies: the truncated runs ``tries``, in order;
+    zb_2p's from where its order search settles, once a graph has said where (the shorter
+    ones' orders are not the iteration's with rounds taken out, ``_extrapolate``)."""
+    spent, longest, settles, m = 0.0, 0, 0, cfg.num_microbatches
     runs: dict[int, tuple] = {}  # a failed attempt's B, which is the next attempt's A
-    for current in tries:
-        if current.m_a < runs.get(SETTLED, (0,))[0]:
-            continue  # zb_2p: its search settles later (_extrapolate)
+    tries = list(tries)
+    while tries:
+        current = tries.pop(0)
         spent += _tasks(cfg, current)
         if spent > cap:
             break  # the full simulation's own check says so
@@ -355,11 +359,14 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
                       "state": f"the loop's state repeating in a truncated run of {mb:,}"}.get(
                 how, f"truncated runs of {current.m_a:,} and {mb:,}")
             return summary, f"period proven on {runs_s} micro-batches, the rest extrapolated"
+        if how == "settles":  # zb_2p: from the least A its searched order allows, no graph
+            settles = mb      # below it built (its first graph, A's, was all it cost)
+            tries = _ladder(Plan(mb, 1, 0, 1), m, current.m_a) if mb < m else []
+            continue
         longest = current.m_a + current.q
     log.debug("steady state not proven for %s; simulating every micro-batch", cfg.model.name)
-    if runs.get(SETTLED, (0,))[0] >= longest:  # zb_2p: no attempt long enough was affordable
-        settles = runs[SETTLED][0]
-        if settles >= cfg.num_microbatches:
+    if settles >= longest and settles:  # zb_2p: no attempt long enough was affordable
+        if settles >= m:
             return None, "zb_2p's order search does not settle into a period within the iteration"
         return None, (f"zb_2p's order search settles from {settles:,} micro-batches on: the "
                       "truncated runs would cost half the full simulation or more")
@@ -508,7 +515,8 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
                  ) -> tuple[Summary | None, str, int]:
     """The summary, how the period was proven ("one": one run where nothing slows the period,
     the grid's A or B, :func:`_one_run`; "state": B alone, its loop state repeating; "two": A
-    against B; "" where it was not) and the micro-batches of the longest run it took.
+    against B; "" where it was not; "settles": zb_2p's order search settles later than A, from
+    the count returned, A's graph alone built) and the micro-batches of the longest run it took.
     ``runs``: graphs and timelines by micro-batch count, from an earlier
     attempt (the same cfg and pricer build the same graph and the loop gives the same
     timeline, so a run of that length is not done again); this attempt's B is left there
@@ -533,9 +541,8 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     if name == "zb_2p":  # its orders searched on the priced passes: the graphs hold them
         built[m_a] = earlier[0] if earlier else build_graph(cfg, pricer, layer_source, m_a)
         if not 0 < (built[m_a].settled_from or m) <= m_a:
-            # A's order is not the iteration's with rounds taken out: skip to a long enough A
-            runs[SETTLED] = (built[m_a].settled_from or m,)
-            return None, "", 0
+            # A's order is not the iteration's with rounds taken out: go on from a long enough A
+            return None, "settles", built[m_a].settled_from or m
         built[m_a + q] = build_graph(cfg, pricer, layer_source, m_a + q)
         found = insertion_cut(built[m_a].orders, built[m_a + q].orders, q,
                               [_end_passes(m_a, 1, name)] * pp)
