@@ -40,7 +40,9 @@ pressure reaches stage 0), so more of them take the longer attempts.
 ZB-2p's order is a search on the priced pass times (``workload.zb_search``), run in whole
 microseconds as its code base runs it: once the search's state repeats after a round, every
 longer search is a shorter one with rounds inserted (``zb_search.settle``), so A's searched order
-is the iteration's with periods taken out and the cut is found on A's and B's orders. GPipe
+is the iteration's with periods taken out and the cut is found on A's and B's orders; where the
+search settles later than the first A, the least A it allows is tried next, then the longer
+lengths left (the timeline's own transient can last ~1-3 pp micro-batches more). GPipe
 runs two phases whose stages keep paces of their own (:mod:`trainsim.steady_gpipe`).
 
 Where the period does not repeat within the truncated runs (a longer transient, contention
