@@ -153,8 +153,8 @@ def _contention_holds(tb: Timeline, counterpart: list[int], after: list[bool],
     tail = late & ~forward & ~np.isin(j, list(copies))
     moving = late | np.isin(j, list(copies)) | ~forward  # the prefix is the rest
     for y in (i for i, t in enumerate(tasks) if t.slows is not None):
-        if not _holds_at_ends(y, tb, tail, moving, slope, tol, start, end) and \
-                not rigid.holds(y):
+        if not rigid.holds(y) and not _holds_at_ends(y, tb, tail, moving, slope, tol, start,
+                                                     end):
             return False
     return True
 
@@ -233,13 +233,17 @@ class _Rigid:
         back = np.where(self.kind == COPY1, local, 0.0)  # a copy's times as copy 0
         self.base = (self.start - back, self.end - back)
         self.tb, self.forward, self.local, self.dev = tb, forward, local, dev
+        self.slowed: dict[tuple[tuple[int, str], bool], np.ndarray] = {}
         self.tol, self.floor = tol, floor
 
     def holds(self, y: int) -> bool:
         """Whether slowing task ``y`` slows every task of G_k as B shows it (class docstring)."""
-        tb, kind, start, end, tol = self.tb, self.kind, self.start, self.end, self.tol
-        xs = np.asarray([x for x in tb.queues.get(tb.tasks[y].slows[0], [])
-                         if self.forward[x] == self.forward[y]], dtype=np.int64)
+        kind, start, end, tol = self.kind, self.start, self.end, self.tol
+        key = (self.tb.tasks[y].slows[0], bool(self.forward[y]))
+        xs = self.slowed.get(key)
+        if xs is None:  # the slowed stream's tasks of y's phase
+            queue = np.asarray(self.tb.queues.get(key[0], []), dtype=np.int64)
+            xs = self.slowed[key] = queue[self.forward[queue] == key[1]]
         if not len(xs):
             return True
         kx, ky = kind[xs], kind[y]
