@@ -207,7 +207,7 @@ class _Rigid:
     (``engine.periodic.slopes_s``) holds where each task of G_k is slowed as its
     representative in B is (a copy's: copy 1's, which ran as copy 0 in A; the prefix and tail
     theirs). With every copy and tail task of a slowing and a slowed stream at one slope
-    ``σ``, the offset of two tasks depends only on which copies they are, ``d`` apart: at
+    ``sigma``, the offset of two tasks depends only on which copies they are, ``d`` apart: at
     d = 0 and -1 (the slower one copy earlier) B shows them (copy 1 against copy 1 and copy
     0); a slower one copy later (d = +1) must start after the slowed task ends (else copies
     1..k-1 would be slowed by the next copy, which B's copy 1 has not), two copies earlier
