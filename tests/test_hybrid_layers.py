@@ -154,6 +154,7 @@ def test_hub_config_reads_as_the_preset(tmp_path):
     m = _read(tmp_path, HUB_NANO)
     assert total_params(m) == TRANSFORMERS_COUNT["nemotron-3-nano-30b-a3b"]
     assert m.hybrid_layer_pattern == NANO and m.mamba_state_dim == 128
+    assert m.position_embedding == "none"  # no rotary in nemotron_h attention
     names = {"M": "mamba", "E": "moe", "*": "attention", "-": "mlp"}
     listed = {k: v for k, v in HUB_NANO.items() if k != "hybrid_override_pattern"}
     listed["layers_block_type"] = [names[c] for c in NANO]

@@ -81,7 +81,7 @@ def hybrid_model(cfg: dict[str, Any], where: str) -> ModelConfig:
         head_dim=cfg.get("head_dim") or cfg.get("attention_head_dim") or DEFAULTS["head_dim"],
         ffn_hidden_size=get("intermediate_size"), vocab_size=get("vocab_size"),
         max_position_embeddings=get("max_position_embeddings"),
-        activation="gelu", normalization="rmsnorm", position_embedding="rope",
+        activation="gelu", normalization="rmsnorm", position_embedding="none",
         tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         add_bias_linear=False, add_qkv_bias=attention_bias, add_proj_bias=attention_bias,
         add_mlp_bias=mlp_bias,

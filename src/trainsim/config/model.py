@@ -59,10 +59,12 @@ class ModelConfig:
     ``glu_linear_offset``. With bias-activation fusion Megatron-core allows a non-zero offset
     only for quick-GELU (core_v0.15.0 transformer_config.py), so it marks the quick-GEGLU."""
     normalization: Literal["layernorm", "rmsnorm"] = "layernorm"
-    position_embedding: Literal["learned", "rope", "alibi"] = "learned"
+    position_embedding: Literal["learned", "rope", "alibi", "none"] = "learned"
     """``learned`` (a position table added after the word embedding), ``rope`` (rotary, on Q
-    and K) or ``alibi`` (Press et al. 2022: a per-head linear bias added to the attention scores,
-    no table; BLOOM)."""
+    and K), ``alibi`` (Press et al. 2022: a per-head linear bias added to the attention scores,
+    no table; BLOOM) or ``none`` (no position signal at all: the attention layers of Mamba
+    hybrids, Megatron-core ``position_embedding_type='none'``; NVIDIA-NeMo/Megatron-Bridge@067f987d
+    src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py line 294 sets it for Nemotron-H)."""
     rope_scaling: Literal["yarn"] | None = None
     """RoPE frequencies rescaled for long context (HF ``rope_scaling.rope_type``; gpt-oss and
     Megatron-core ``position_embedding_type='yarn'``); None = plain RoPE."""
