@@ -141,7 +141,7 @@ def _run(ctx: click.Context, gpu: str, out: str, models: str, tp: str, seq: str,
             bar.update(task, advance=1, description=label[:60])
 
         db = run_profile(opts, progress, on_plan,
-                         checkpoint=lambda partial: write_db(partial, out, base))
+                         checkpoint=lambda partial: write_db(partial, out, base), base=base)
     db = write_db(db, out, base)
     click.echo(f"wrote {out}: {len(db['kernels'])} kernels, {len(db['layers'])} layers on "
                f"{db['device_name']}")

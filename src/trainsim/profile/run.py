@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.errors import TrainsimError
-from trainsim.profile.schema import FORMAT, ProfileError, merge, validate_db
+from trainsim.profile.schema import FORMAT, ProfileError, check_device, merge, upgraded, validate_db
 from trainsim.profile.shapes import distinct_cases, layer_cases, sweep_configs
 
 log = logging.getLogger(__name__)
@@ -99,11 +99,15 @@ def _numerics(dev: Any, notes: list[str]) -> None:
 
 def run_profile(opts: ProfileOptions, progress: Progress | None = None,
                 on_plan: Callable[[Plan], None] | None = None,
-                checkpoint: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                checkpoint: Callable[[dict[str, Any]], None] | None = None,
+                base: dict[str, Any] | None = None) -> dict[str, Any]:
     """Measure the grid on the device and return the database object.
 
     ``checkpoint`` receives the partial database (marked incomplete in its notes) after every
-    layer and every 50 kernels, so an interrupted run keeps what it measured."""
+    layer and every 50 kernels, so an interrupted run keeps what it measured. ``base``: the
+    ``--merge`` database the records will join, whose device is checked as soon as the device
+    is open (robust50 lead 1: another device's database was refused only at the first partial
+    write, after 50 kernels had been measured)."""
     try:
         import torch
     except ImportError:
@@ -117,6 +121,8 @@ def run_profile(opts: ProfileOptions, progress: Progress | None = None,
     from trainsim.profile.work import check_cpu_work, fitting
 
     dev = open_device(opts.device)
+    if base is not None:
+        check_device(upgraded(base), dev.name)
     fp8, fp8_note = fp8_supported(dev)
     work = plan(opts, fp8)
     over: list[str] = []  # before any measurement (fuzz33): a CPU dry run is refused whole,
@@ -211,8 +217,6 @@ def check_base(base: Any, gpu: str, out: str | Path) -> None:
     cannot join. robust50: a foreign format or GPU was found only when the first partial
     database was written, after the measurements had begun, and a JSON list or a string
     ``notes`` raised an internal error there."""
-    from trainsim.profile.schema import upgraded
-
     if not isinstance(base, dict):
         errors = ["it is not a JSON object"]
     elif (base := upgraded(base)).get("format") != FORMAT or base.get("gpu") != gpu:

@@ -138,15 +138,22 @@ def upgraded(old: dict[str, Any]) -> dict[str, Any]:
         for r in old.get("kernels") or []]}
 
 
+def check_device(old: dict[str, Any], device_name: str) -> None:
+    """Refuse to merge records measured on ``device_name`` into ``old`` measured on another
+    device (the catalog's GPU names a family; the device's own name tells, e.g., H100 SXM
+    from PCIe)."""
+    if old.get("device_name") != device_name:
+        raise ProfileError(f"cannot merge: the database was measured on {old.get('device_name')!r}, "
+                           f"this device is {device_name!r}")
+
+
 def merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """``new`` with the records of ``old`` (same GPU) that ``new`` did not re-measure."""
     old = upgraded(old)
     if old.get("format") != FORMAT or old.get("gpu") != new["gpu"]:
         raise ProfileError(f"cannot merge into a database of format {old.get('format')!r} for "
                            f"gpu {old.get('gpu')!r}; profiling {new['gpu']!r}")
-    if old.get("device_name") != new["device_name"]:
-        raise ProfileError(f"cannot merge: the database was measured on {old.get('device_name')!r}, "
-                           f"this device is {new['device_name']!r}")
+    check_device(old, new["device_name"])
     out = dict(new)
     seen = {kernel_key(r) for r in new["kernels"]}
     out["kernels"] = [r for r in old.get("kernels", []) if kernel_key(r) not in seen] + new["kernels"]
