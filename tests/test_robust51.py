@@ -5,6 +5,7 @@ op lists) and the failure classes of the thirty-first fuzz round (benchmarks/fuz
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 import sys
 import types
 from pathlib import Path
@@ -83,3 +84,43 @@ def test_profile_merge_onto_the_same_device_measures(tmp_path, monkeypatch):
         run_profile(ProfileOptions(gpu="h100-sxm-80gb", models=("llama3-8b",), tps=(1,),
                                    seqs=(4096,), device="cpu", quick=True, layers=False),
                     base={**db, "device_name": "NVIDIA H100 PCIe"})
+
+
+def _not_settling(monkeypatch, limit: int) -> tuple:
+    from trainsim.workload import zb_search
+
+    monkeypatch.setattr(zb_search, "settle", lambda *a: None)
+    monkeypatch.setenv("TRAINSIM_MAX_TASKS", str(limit))
+    return zb_search.choose, (4, 400, (3, 4, 2), 1, 8.0, Fraction(1, 2))
+
+
+def test_the_zb_2p_searches_share_one_limit(monkeypatch):
+    """edge50 lead 1: each of the iteration's two searches was held to half the limit. Where
+    no variant settles, the pipeline's search at pp 4 x 400 places 33,600 positions (5,973
+    tasks' worth) and the memory estimate's settles at its first probes (2,880: 512): 6,485 in
+    all, refused at 6,000 and run at 9,000 (main refused it there: 2 x 5,973)."""
+    from trainsim.limits import WorkLimitError, zb_search_positions
+
+    assert zb_search_positions(4, 400) == 2880
+    choose, args = _not_settling(monkeypatch, 9000)
+    choose(*args)
+    choose, args = _not_settling(monkeypatch, 6000)
+    with pytest.raises(WorkLimitError, match=r"this search's [\d,]+ \+ the other's 2,880"):
+        choose(*args)
+
+
+@pytest.mark.parametrize("pps", [range(1, 17), pytest.param(
+    [*range(17, 33), 48, 64], marks=pytest.mark.slow)])
+def test_the_memory_estimates_search_settles_at_its_first_probe(pps):
+    """What the shared limit counts the memory estimate's search as: with equal passes and no
+    send (``pipeline_schedules._equal_zb_2p``) every variant settles at its first probe, so
+    that search places exactly ``zb_search_positions``."""
+    from trainsim.limits import zb_first_probe
+    from trainsim.workload.schedule import W_MEMORY_FRACTION
+    from trainsim.workload.zb_search import VARIANTS, settle
+
+    wf = Fraction(W_MEMORY_FRACTION).limit_denominator(10**9)  # as zb_2p feeds it
+    for pp in pps:
+        for variant in VARIANTS:
+            s = settle(pp, (1, 1, 1), 0, 2.0 * pp, wf, variant, zb_first_probe(pp))
+            assert s is not None and s.from_m <= zb_first_probe(pp), (pp, variant)
