@@ -67,7 +67,7 @@ def test_every_topology_preset_still_builds():
 
 def test_a_checkpoint_interval_shorter_than_an_iteration_is_refused():
     """A 1 ms interval on a 6 ms iteration was priced as several checkpoints inside it
-    (goodput 0.33); a --days window checks it against the iteration's lower bound."""
+    (goodput 0.33); a --days window checks it against the simulated iteration (robust51)."""
     from trainsim.catalog import run_config_from_dict
     from trainsim.reliability import ReliabilityConfig
     from trainsim.reliability.config import CheckpointConfig

@@ -5,9 +5,9 @@ op lists) and the failure classes of the thirty-first fuzz round (benchmarks/fuz
 from __future__ import annotations
 
 import json
-from fractions import Fraction
 import sys
 import types
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -124,3 +124,43 @@ def test_the_memory_estimates_search_settles_at_its_first_probe(pps):
         for variant in VARIANTS:
             s = settle(pp, (1, 1, 1), 0, 2.0 * pp, wf, variant, zb_first_probe(pp))
             assert s is not None and s.from_m <= zb_first_probe(pp), (pp, variant)
+
+
+def _small(**parallel):
+    from trainsim.catalog import run_config_from_dict
+
+    return run_config_from_dict({
+        "model": {"hidden_size": 256, "num_layers": 8, "num_attention_heads": 4,
+                  "vocab_size": 1024},
+        "parallel": parallel, "training": {"global_batch_size": 16, "seq_length": 512},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
+                    "compute_db": None}})
+
+
+@pytest.mark.parametrize("parallel, interval_s", [
+    ({"pp": 2, "pipeline_schedule": "zb_2p"}, 1e-3),  # no bound derived: 0 s
+    ({"pp": 4, "vpp": 2, "pipeline_schedule": "interleaved_1f1b"}, 0.0145),  # bound 14.40 ms
+])
+def test_a_days_window_floors_the_checkpoint_interval_at_the_simulated_iteration(
+        parallel, interval_s):
+    """robust49 lead 4: a --days window checked the interval against the iteration's lower
+    bound: zb_2p has none (a 1 ms interval on a 12 ms iteration was priced, 12 checkpoints an
+    iteration), and an interleaved 1F1B interval between its bound (14.40 ms) and its
+    iteration (14.64 ms) was priced below one iteration. Now the window simulates the
+    iteration, as the tokens mode does, and reports it."""
+    from trainsim.errors import ConfigError
+    from trainsim.reliability import ReliabilityConfig
+    from trainsim.reliability.config import CheckpointConfig
+    from trainsim.reliability.goodput import goodput
+    from trainsim.simulator import simulate
+
+    cfg = _small(**parallel)
+    step = simulate(cfg).iteration_time_s
+    assert interval_s < step
+    with pytest.raises(ConfigError, match=r"shorter than one iteration \(0\.01\d+ s\)"):
+        goodput(cfg, ReliabilityConfig(checkpoint=CheckpointConfig(interval_s=interval_s)),
+                days=1.0, trials=5)
+    ok = goodput(cfg, ReliabilityConfig(checkpoint=CheckpointConfig(interval_s=2 * step)),
+                 days=1.0, trials=5)
+    assert ok.iteration_time_s == step and ok.plan.step_s == step
+    assert ok.to_dict()["checkpoint"]["interval_steps"] == 2.0

@@ -167,7 +167,8 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
     """Monte Carlo of a whole run of ``cfg``: until ``tokens`` are trained, or over ``days``.
 
     The failure-free time of the work is tokens / tokens per iteration * iteration time, the
-    iteration time from ``trainsim.simulate(cfg)`` unless given. ``tokens_name``: how a refusal
+    iteration time from ``trainsim.simulate(cfg)`` unless given (in a ``days`` window too: no
+    checkpoint interval is shorter than one iteration). ``tokens_name``: how a refusal
     of ``tokens`` names them (``--tokens``; ``training.train_tokens`` where they come from the
     config).
     """
@@ -186,29 +187,25 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
                           "of days a run could last")
     if trials < 1:
         raise ConfigError(f"trials={trials} must be at least 1")
-    ideal = None
-    if tokens is not None:
-        if iteration_time_s is None:
-            from trainsim.simulator import simulate
+    # a checkpoint falls between iterations (robust50: 1 ms intervals were priced as several
+    # checkpoints inside one 6 ms iteration), so a --days window needs the iteration too:
+    # robust51, its lower bound let an interval between the bound and the iteration through
+    # (every interval under a schedule with no bound: zb_2p at 1 ms, thousands of checkpoints
+    # an iteration), and floored a shorter Daly interval at the bound, not at one iteration
+    if iteration_time_s is None:
+        from trainsim.simulator import simulate
 
-            iteration_time_s = simulate(cfg).iteration_time_s
-        ideal = _work_s(cfg, tokens, iteration_time_s)
+        iteration_time_s = simulate(cfg).iteration_time_s
+    ideal = None if tokens is None else _work_s(cfg, tokens, iteration_time_s)
     horizon = days * DAY_S if days is not None else None
     plan, ck = build_plan(cfg, rel)
-    # a checkpoint falls between iterations (robust50: 1 ms intervals were priced as several
-    # checkpoints inside one 6 ms iteration); a --days window knows the iteration's lower bound
-    step, at_least = iteration_time_s, ""
-    if step is None:
-        from trainsim.bound import lower_bound_s
-
-        step, at_least = lower_bound_s(cfg), "at least "
     asked = rel.checkpoint.interval_s
-    if asked is not None and asked < step:
+    if asked is not None and asked < iteration_time_s:
         raise ConfigError(f"reliability.checkpoint.interval_s={asked:g} s (--interval) is "
-                          f"shorter than one iteration ({at_least}{step:.3g} s): a checkpoint "
+                          f"shorter than one iteration ({iteration_time_s:.3g} s): a checkpoint "
                           "is taken between iterations (Megatron's --save-interval counts "
                           "them); give at least one iteration")
-    plan = dataclasses.replace(plan, step_s=step)
+    plan = dataclasses.replace(plan, step_s=iteration_time_s)
     work_s = math.inf if ideal is None else ideal
     horizon_s = math.inf if horizon is None else horizon
     _check_rounds(plan, work_s, horizon_s, trials, sweep, sweep_trials, rel)
