@@ -164,3 +164,57 @@ def test_a_days_window_floors_the_checkpoint_interval_at_the_simulated_iteration
                  days=1.0, trials=5)
     assert ok.iteration_time_s == step and ok.plan.step_s == step
     assert ok.to_dict()["checkpoint"]["interval_steps"] == 2.0
+
+
+def _bridge(n: int, version: str, link: float | None, dtype: str = "fp8"):
+    from trainsim.catalog import run_config_from_dict
+
+    over = {} if link is None else {"gpu_overrides": {"host_link_gbyte_s": link}}
+    return run_config_from_dict({
+        "model": {"preset": "llama3-8b"},
+        "parallel": {"pp": 1, "recompute": "none", "cpu_offloading_num_layers": n},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 8192,
+                     "dtype": dtype, "framework": "megatron-bridge",
+                     "framework_version": version},
+        "cluster": {"gpu": "gb200", "num_gpus": 8, "gpus_per_node": 8, **over}})
+
+
+def test_the_windowed_offload_gate_no_caller_reached_is_gone():
+    """The tuner admits TE < 2.10's offloading whenever the host link is known (its late
+    copies are priced: ``copy_stalls``), so ``copies_hidden``'s windowed branch was read only
+    by tests; it is TE 2.10's gate now and refuses a windowed setting. ``offload_admitted``
+    answers as main's over versions, layer counts, host links and dtypes."""
+    from trainsim.memory.offload import (
+        copies_hidden,
+        copy_windows,
+        layer_forward_floor_s,
+        offload_admitted,
+        offloaded_bytes,
+        windowed,
+    )
+
+    def main_admitted(cfg):  # main 2dc3a401's offload_admitted, its windowed gate inlined
+        n, bw = cfg.parallel.cpu_offloading_num_layers, cfg.cluster.gpu.host_link_bw_Bps
+        if n and bw is not None and windowed(cfg):
+            return True
+        if n == 0:
+            return True
+        if bw is None:
+            return False
+        copy_s, layer_s = offloaded_bytes(cfg) / n / bw, layer_forward_floor_s(cfg)
+        if windowed(cfg):
+            return all(copy_s <= w * layer_s for w in copy_windows(32, n))
+        return all((i + 1) * copy_s <= (32 - n + i) * layer_s for i in range(n))
+
+    seen = set()
+    for version in ("25.09", "25.11", "26.04"):
+        for n in (0, 1, 8, 16, 31):
+            for link in (None, 4.5, 45, 450):
+                for dtype in ("bf16", "fp8"):
+                    cfg = _bridge(n, version, link, dtype)
+                    assert offload_admitted(cfg) == main_admitted(cfg), (version, n, link, dtype)
+                    seen.add(offload_admitted(cfg))
+    assert seen == {True, False}
+    with pytest.raises(ValueError, match="copy_stalls"):
+        copies_hidden(_bridge(8, "25.11", 45))
+    assert copies_hidden(_bridge(8, "26.04", 450)) and not copies_hidden(_bridge(8, "26.04", 4.5))

@@ -23,8 +23,8 @@ the same copies in windows: copy 0 starts when layer 0's forward ends; when laye
 L % N after) ends, the compute stream waits for copy k, frees it and starts copy k + 1. So
 copy k has the forward of the layers between two window ends to hide behind, L // N (one
 more for the first L % N), and copy 0 one layer fewer when N divides L. The peak is the same
-within one layer (the L - N kept layers and one copy in flight). :func:`copies_hidden` takes
-the schedule of the framework's Transformer Engine (the profile's ``te_version``; 2.10's
+within one layer (the L - N kept layers and one copy in flight). :func:`windowed` tells the
+two schedules apart by the framework's Transformer Engine (the profile's ``te_version``; 2.10's
 where none is recorded).
 Megatron-core's fine-grained offloading (core_v0.16.0
 ``fine_grained_activation_offloading``, ``offload_modules``) is another mechanism, not modelled.
@@ -149,28 +149,32 @@ def copy_stalls(cfg: RunConfig, fwd_s: Sequence[float], bwd_s: Sequence[float]
 def offload_admitted(cfg: RunConfig) -> bool:
     """Whether the tuner may consider the setting's offloading: its copies priced in the
     engine's timeline (before TE 2.10, the host link's bandwidth known: :func:`copy_stalls`)
-    or hidden (:func:`copies_hidden`)."""
-    if cfg.parallel.cpu_offloading_num_layers and cfg.cluster.gpu.host_link_bw_Bps is not None \
-            and windowed(cfg):
+    or hidden by 2.10's schedule (:func:`copies_hidden`)."""
+    if cfg.parallel.cpu_offloading_num_layers == 0:
         return True
-    return copies_hidden(cfg)
+    if cfg.cluster.gpu.host_link_bw_Bps is None:
+        return False
+    return windowed(cfg) or copies_hidden(cfg)
 
 
 def copies_hidden(cfg: RunConfig) -> bool:
-    """Whether Transformer Engine's schedule can hide the offload copies behind the forward.
-    From 2.10 (or where the framework records no TE version): layer i's copy must end before
+    """Whether Transformer Engine's schedule from 2.10 (or where the framework records no TE
+    version) hides the offload copies behind the forward: layer i's copy must end before
     layer L-N+i starts, and the copies run one after another on one stream, so copy i+1 of the
-    N finishes (i+1) copies after the first starts, within L-N+i layers' forward. Before 2.10:
-    each copy within its window (:func:`copy_windows`). The reloads get the same windows in
-    the backward, which is longer. False when the GPU's host link bandwidth is not known."""
+    N finishes (i+1) copies after the first starts, within L-N+i layers' forward. The reloads
+    get the same windows in the backward, which is longer. False when the GPU's host link
+    bandwidth is not known. Before 2.10 the copies are not gated but priced in their windows
+    (:func:`copy_stalls`; robust51: a windowed gate here was reached by no caller), so asking
+    it of such a setting is an error."""
     bw = cfg.cluster.gpu.host_link_bw_Bps
     n, layers = cfg.parallel.cpu_offloading_num_layers, cfg.model.num_layers
     if n == 0:
         return True
+    if windowed(cfg):
+        raise ValueError("copies_hidden is Transformer Engine 2.10's gate; before 2.10 the "
+                         "copies are priced in their windows (copy_stalls)")
     if bw is None:
         return False
     copy_s = offloaded_bytes(cfg) / n / bw
     layer_s = layer_forward_floor_s(cfg)
-    if windowed(cfg):
-        return all(copy_s <= w * layer_s for w in copy_windows(layers, n))
     return all((i + 1) * copy_s <= (layers - n + i) * layer_s for i in range(n))
