@@ -218,3 +218,46 @@ def test_the_windowed_offload_gate_no_caller_reached_is_gone():
     with pytest.raises(ValueError, match="copy_stalls"):
         copies_hidden(_bridge(8, "25.11", 45))
     assert copies_hidden(_bridge(8, "26.04", 450)) and not copies_hidden(_bridge(8, "26.04", 4.5))
+
+
+def test_no_op_list_builder_reads_tp_comm_overlap():
+    """``search.lower_bounds.Bounds._ops_of`` shares a shard shape's op lists between the two
+    ``tp_comm_overlap`` settings on the invariant that no op-list builder reads the field
+    (search50). Over 40 random configs and every public row's: ``pass_ops`` with the field
+    read through a spy records no read, and the lists built under either setting are equal.
+    The spy does see a reader: the ``Pricer`` reads it."""
+    import dataclasses
+
+    from helpers import random_and_public_configs
+
+    from trainsim.config import ParallelConfig
+    from trainsim.pricing import Pricer
+    from trainsim.search.lower_bounds import pass_ops
+
+    reads: list[str] = []
+
+    class Spy(ParallelConfig):
+        def __getattribute__(self, name):
+            if name == "tp_comm_overlap":
+                reads.append(name)
+            return object.__getattribute__(self, name)
+
+    def spied(cfg):
+        p = cfg.parallel
+        return dataclasses.replace(cfg, parallel=Spy(**{f.name: getattr(p, f.name)
+                                                        for f in dataclasses.fields(p)}))
+
+    checked = 0
+    for cfg in random_and_public_configs(51, 40):
+        spy = spied(cfg)  # first: no cache of this shape yet
+        reads.clear()
+        ops = pass_ops(spy)
+        assert reads == [], cfg
+        flipped = dataclasses.replace(cfg, parallel=dataclasses.replace(
+            cfg.parallel, tp_comm_overlap=not cfg.parallel.tp_comm_overlap))
+        assert ops == pass_ops(cfg) == pass_ops(flipped), cfg
+        checked += cfg.parallel.tp > 1
+    assert checked >= 40
+    reads.clear()
+    Pricer(spied(cfg))
+    assert reads
