@@ -261,3 +261,74 @@ def test_no_op_list_builder_reads_tp_comm_overlap():
     reads.clear()
     Pricer(spied(cfg))
     assert reads
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "llama3-8b-h100.yaml"
+GOODPUT = Path(__file__).resolve().parent.parent / "examples" / "goodput-gpt3-175b-1k.yaml"
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--tp", "4", "--set", "parallel.tp=8"], "--set parallel.tp=8 and --tp 4"),
+    (["--set", "parallel.tensor_model_parallel_size=8", "--tp", "4"],
+     "--set parallel.tensor_model_parallel_size=8 and --tp 4"),
+    (["--no-sp", "--set", "parallel.sequence_parallel=true"],
+     "--set parallel.sequence_parallel=true and --no-sp"),
+    (["--seq", "4096", "--set", "training.seq_length=8192"],
+     "--set training.seq_length=8192 and --seq 4096"),
+    (["--gpus", "16", "--set", "cluster.num_gpus=8"], "--set cluster.num_gpus=8 and --gpus 16"),
+])
+def test_export_refuses_an_option_and_a_set_of_one_field(tmp_path, args, words):
+    """fuzz51 optset: ``export CONFIG --tp 4 --set parallel.tp=8`` wrote a TP 4 workload (the
+    option won in silence over a run config file; over a config.json the --set won). Now
+    refused in one line; equal values are one setting."""
+    from click.testing import CliRunner
+
+    from trainsim.cli import main
+
+    out = tmp_path / "w.txt"
+    r = CliRunner().invoke(main, ["export", str(EXAMPLE), *args, "--simai", str(out)])
+    assert r.exit_code == 2 and words in r.output and "give one" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1 and not out.exists()
+    r = CliRunner().invoke(main, ["export", str(EXAMPLE), "--tp", "4", "--set",
+                                  "parallel.tp=4", "--simai", str(out)])
+    assert r.exit_code == 0 and "model_parallel_NPU_group: 4 " in out.read_text(), r.output
+
+
+def test_capture_inputs_refuse_an_option_and_a_set_of_one_field_for_a_config_json(tmp_path):
+    """Over a Hugging Face config.json the --set won in silence (``default_run_config``
+    applies the options, then the sets)."""
+    from trainsim.capture.inputs import resolve
+    from trainsim.errors import ConfigError
+
+    hf = tmp_path / "config.json"
+    hf.write_text(json.dumps({
+        "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256,
+        "intermediate_size": 688, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 4, "vocab_size": 1024, "max_position_embeddings": 2048}))
+    over = {"tp": 2, "sp": None, "cp": None, "ep": None, "seq": None, "mbs": None,
+            "gpu": None, "gpus": None, "gbs": None}
+    with pytest.raises(ConfigError, match=r"--set parallel.tp=4 and --tp 2 set the same field"):
+        resolve(str(hf), over, ("parallel.tp=4",), capture=False)
+    assert resolve(str(hf), over, ("parallel.tp=2",), capture=False)[1].parallel.tp == 2
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--gpus", "2048", "--set", "cluster.num_gpus=1024"], "--set cluster.num_gpus=1024 and --gpus 2048"),
+    (["--interval", "1h", "--set", "reliability.checkpoint.interval_s=600"],
+     "--set reliability.checkpoint.interval_s=600 and --interval (3600 s)"),
+    (["--failures", "meta-rsc1-a100", "--set", "reliability.failures=llama3-405b-16k-h100"],
+     "--set reliability.failures=llama3-405b-16k-h100 and --failures meta-rsc1-a100"),
+])
+def test_goodput_refuses_an_option_and_a_set_of_one_field(args, words):
+    """goodput's --gpus, --interval and --failures replaced a --set of their field in
+    silence; equal values (10m and 600) run."""
+    from click.testing import CliRunner
+
+    from trainsim.cli import main
+
+    r = CliRunner().invoke(main, ["goodput", str(GOODPUT), "--trials", "5", *args])
+    assert r.exit_code == 2 and words in r.output and "give one" in r.output, r.output
+    r = CliRunner().invoke(main, ["goodput", str(GOODPUT), "--trials", "5", "--format", "json",
+                                  "--interval", "10m", "--set",
+                                  "reliability.checkpoint.interval_s=600"])
+    assert r.exit_code == 0 and json.loads(r.output)["checkpoint"]["interval_s"] == 600

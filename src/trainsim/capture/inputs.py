@@ -16,7 +16,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from trainsim.catalog import apply_overrides, read_config_file, run_config_from_dict
+from trainsim.catalog import (
+    apply_overrides,
+    check_option_sets,
+    read_config_file,
+    run_config_from_dict,
+)
 from trainsim.config import ModelConfig, RunConfig
 from trainsim.errors import ConfigError
 
@@ -81,6 +86,9 @@ def resolve(config: str, overrides: dict[str, Any], set_args: tuple[str, ...] = 
     ``capture`` (an export of the analytical layers) a run config's model is not written as
     a Hugging Face config (MLA and other models it cannot write export all the same); the
     source is then ''."""
+    check_option_sets(set_args, {  # robust51: one of the two won in silence
+        field: (f"--{'' if v else 'no-'}{name}" if isinstance(v, bool) else f"--{name} {v}", v)
+        for name, field in OPTION_FIELDS.items() if (v := overrides.get(name)) is not None})
     path = Path(config)
     if ":" in config and not path.exists():
         return config, None
@@ -100,12 +108,15 @@ def resolve(config: str, overrides: dict[str, Any], set_args: tuple[str, ...] = 
     return (_write_temp_hf(cfg.model) if capture else ""), cfg
 
 
+OPTION_FIELDS = {"tp": "parallel.tp", "sp": "parallel.sequence_parallel", "cp": "parallel.cp",
+                 "ep": "parallel.ep", "seq": "training.seq_length",
+                 "mbs": "training.micro_batch_size", "gpu": "cluster.gpu",
+                 "gpus": "cluster.num_gpus", "gbs": "training.global_batch_size"}
+"""The run-config field each of ``capture`` / ``export``'s options sets."""
+
+
 def _as_sets(overrides: dict[str, Any]) -> list[str]:
-    keys = {"tp": "parallel.tp", "sp": "parallel.sequence_parallel", "cp": "parallel.cp",
-            "ep": "parallel.ep", "seq": "training.seq_length", "mbs": "training.micro_batch_size",
-            "gpu": "cluster.gpu", "gpus": "cluster.num_gpus",
-            "gbs": "training.global_batch_size"}
-    return [f"{keys[k]}={json.dumps(v) if isinstance(v, bool) else v}"
+    return [f"{OPTION_FIELDS[k]}={json.dumps(v) if isinstance(v, bool) else v}"
             for k, v in overrides.items() if v is not None]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -251,6 +252,33 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]
             _same_field(spelled, parts[1], parsed)
         node_[leaf] = parsed
     return data
+
+
+def check_option_sets(overrides: list[str] | tuple[str, ...],
+                      options: dict[str, tuple[str, Any]]) -> None:
+    """Refuse a ``--set`` of a field that one of the command's own options also sets, to
+    another value; equal values are one setting. ``options``: dotted field
+    (``parallel.tp``) -> (the option as written with its value, ``--tp 4``; the value, None
+    where the option was not given). robust51:
+    ``export`` / ``capture`` let the option win in silence over a run config file and the
+    ``--set`` over a Hugging Face config.json, ``goodput`` its ``--gpus``, ``--failures``
+    and ``--interval``; ``search`` and ``plan`` refuse it too (``OWN_OPTIONS``)."""
+    touched = apply_overrides({}, list(overrides))
+    for path, (option, value) in options.items():
+        *sections, field = path.split(".")
+        node: Any = touched
+        for section in sections:
+            node = node.get(section) if isinstance(node, dict) else None
+        if value is None or not isinstance(node, dict):
+            continue
+        short = {v: k for k, v in ALIASES.items()}
+        names = {field, ALIASES.get(field, field), short.get(field, field)} \
+            if sections == ["parallel"] else {field}
+        for name in sorted(names):
+            if name in node and node[name] != value:
+                shown = json.dumps(node[name]) if isinstance(node[name], bool) else node[name]
+                raise ConfigError(f"--set {'.'.join(sections)}.{name}={shown} and {option} "
+                                  "set the same field; give one")
 
 
 def _same_field(spelled: dict[str, tuple[str, Any]], name: str, value: Any) -> None:

@@ -52,14 +52,26 @@ def parse_duration(text: str) -> float:
 
 
 def load_goodput_config(path: str, overrides: tuple[str, ...] = (), gpus: int | None = None,
-                        failures: str | None = None, failures_name: str = "--failures"
+                        failures: str | None = None, failures_name: str = "--failures",
+                        interval_s: float | None = None, prefix: str = "--"
                         ) -> tuple[Any, Any]:
     """(RunConfig, ReliabilityConfig) from a run config with an optional reliability section;
     ``failures`` (the ``--failures`` flag, named ``failures_name`` in a refusal) replaces
-    its profile."""
-    from trainsim.catalog import apply_overrides, read_config_file, run_config_from_dict
+    its profile. ``gpus``, ``failures`` and ``interval_s`` (the caller applies it) may not
+    contradict a ``--set`` of their fields (options named with ``prefix``)."""
+    from trainsim.catalog import (
+        apply_overrides,
+        check_option_sets,
+        read_config_file,
+        run_config_from_dict,
+    )
     from trainsim.reliability.config import reliability_config_from_dict
 
+    check_option_sets(overrides, {
+        "cluster.num_gpus": (f"{prefix}gpus {gpus}", gpus),
+        "reliability.failures": (f"{failures_name} {failures}", failures or None),
+        "reliability.checkpoint.interval_s": (f"{prefix}interval ({interval_s:g} s)"
+                                              if interval_s else "", interval_s)})
     raw = apply_overrides(read_config_file(path), list(overrides))
     rel_raw = raw.pop("reliability", None) or {}
     if not isinstance(rel_raw, dict):
@@ -110,12 +122,13 @@ def goodput(config: str, tokens: str | None, days: float | None, gpus: int | Non
     set_limit("TRAINSIM_MAX_TRIALS", max_trial_rounds)
 
     try:
-        cfg, rel = load_goodput_config(config, overrides, gpus, failures)
-        if interval is not None:
+        interval_s = parse_duration(interval) if interval is not None else None
+        cfg, rel = load_goodput_config(config, overrides, gpus, failures, interval_s=interval_s)
+        if interval_s is not None:
             import dataclasses
 
             rel = dataclasses.replace(rel, checkpoint=dataclasses.replace(
-                rel.checkpoint, interval_s=parse_duration(interval)))
+                rel.checkpoint, interval_s=interval_s))
         n_tokens = parse_tokens(tokens) if tokens is not None else None
         result = run_goodput(cfg, rel, tokens=n_tokens, days=days, trials=trials, seed=seed,
                              sweep=sweep or plot_path is not None, tokens_name="--tokens")

@@ -127,12 +127,14 @@ def _goodput(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: P
     if failures is not None and ("/" in str(failures) or "\\" in str(failures)):
         raise RequestError("options.failures", "options.failures: give a catalog profile name")
     gpus = None if opts["gpus"] is None else _int(opts, "gpus", 1)
+    interval_s = None if opts["interval"] is None else \
+        parse_duration(_given_text(opts["interval"]))
     cfg, rel = load_goodput_config(_write(wd / "config.json", config), tuple(opts["set"]), gpus,
-                                   failures, "options.failures")
+                                   failures, "options.failures", interval_s, "options.")
     _bound_gpus(cfg.cluster.num_gpus, "config.cluster.num_gpus", limits)
-    if opts["interval"] is not None:
+    if interval_s is not None:
         rel = dataclasses.replace(rel, checkpoint=dataclasses.replace(
-            rel.checkpoint, interval_s=parse_duration(_given_text(opts["interval"]))))
+            rel.checkpoint, interval_s=interval_s))
     tokens = parse_tokens(_given_text(opts["tokens"])) if opts["tokens"] is not None else None
     # every option read before the job is queued: a job accepted (202) then refused when run
     # was a failed job for what a 422 could have said (fuzz11)
