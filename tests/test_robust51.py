@@ -332,3 +332,68 @@ def test_goodput_refuses_an_option_and_a_set_of_one_field(args, words):
                                   "--interval", "10m", "--set",
                                   "reliability.checkpoint.interval_s=600"])
     assert r.exit_code == 0 and json.loads(r.output)["checkpoint"]["interval_s"] == 600
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    """A pp 2 run's Chakra traces (8 ranks) and rank 0's bytes and nodes."""
+    from trainsim.catalog import run_config_from_dict
+    from trainsim.interop.chakra import export_chakra
+    from trainsim.interop.chakra_et import read_et
+
+    cfg = run_config_from_dict({
+        "model": {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
+                  "vocab_size": 1024},
+        "parallel": {"pp": 2}, "training": {"global_batch_size": 16, "seq_length": 512},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
+                    "compute_db": None}})
+    d = tmp_path_factory.mktemp("chakra")
+    ex = export_chakra(cfg, d / "w")
+    return d / "w", ex.paths[0], ex.paths[0].read_bytes(), read_et(ex.paths[0])[1], ex
+
+
+def _edited(node, **attrs):
+    import dataclasses
+
+    kept = {k: v for k, v in node.attrs.items() if k not in attrs or attrs[k] is not None}
+    return dataclasses.replace(node, attrs={**kept, **{k: v for k, v in attrs.items() if v}})
+
+
+@pytest.mark.parametrize("damage", [
+    lambda b, n: b[: len(b) // 2], lambda b, n: b"\xff" * 11 + b,
+    lambda b, n: bytes(x ^ 0x5A for x in b)])
+def test_a_damaged_chakra_trace_is_refused_naming_its_file(traces, damage):
+    """fuzz51 chakraread: a truncated trace, an 11-byte varint or flipped bytes raised the
+    wire reader's ValueError; now one line naming the file."""
+    from trainsim.interop.chakra import read_chakra
+
+    prefix, path, data, nodes, _ = traces
+    path.write_bytes(damage(data, nodes))
+    try:
+        with pytest.raises(TrainsimError, match=r"w\.0\.et: not a Chakra execution trace"):
+            read_chakra(prefix)
+    finally:
+        path.write_bytes(data)
+
+
+@pytest.mark.parametrize("attrs, words", [
+    ({"comm_src": None}, "receive node .* has comm_src=None"),
+    ({"comm_src": ("string", "eight")}, "receive node .* has comm_src='eight'"),
+    ({"trainsim.duration_s": ("double", float("inf"))}, r"lasts inf s"),
+])
+def test_a_chakra_node_with_a_bad_attribute_is_refused_naming_it(traces, attrs, words):
+    """A receive without its comm_src (TypeError), with a word there (ValueError), or a node
+    lasting inf (read back as an inf iteration; the engine already refused -1 and NaN)."""
+    from trainsim.interop.chakra import read_chakra
+    from trainsim.interop.chakra_et import COMM_RECV_NODE, write_et
+
+    prefix, path, data, nodes, ex = traces
+    i = next(i for i, n in enumerate(nodes) if n.type == COMM_RECV_NODE) \
+        if "comm_src" in attrs else 0
+    write_et(path, [*nodes[:i], _edited(nodes[i], **attrs), *nodes[i + 1:]])
+    try:
+        with pytest.raises(TrainsimError, match=words):
+            read_chakra(prefix)
+    finally:
+        path.write_bytes(data)
+    assert read_chakra(prefix) == pytest.approx(ex.iteration_time_s, rel=1e-9)

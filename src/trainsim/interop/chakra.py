@@ -29,6 +29,7 @@ groups and peers):
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -474,20 +475,20 @@ def tasks_from_chakra(prefix: str | Path, exact: bool = True) -> list[Task]:
         for n in nodes:
             index[n.id] = len(tasks)
             if exact and "trainsim.duration_s" in n.attrs:
-                dur = float(n.attr("trainsim.duration_s"))
+                dur = n.attr("trainsim.duration_s")
             else:
                 dur = n.duration_micros * 1e-6
+            if not (isinstance(dur, (int, float)) and 0 <= dur < math.inf):
+                raise TrainsimError(f"{path}: node {n.id} ({n.name}) lasts {dur!r} s; a "
+                                    "duration is a finite number of seconds >= 0")
             stream = n.attr("trainsim.stream")
             if stream is None:
                 stream = {COMP_NODE: "compute", COMM_RECV_NODE: f"recv.{n.id}"}.get(n.type, "comm")
             tasks.append(Task((rank, str(stream)), dur, [], n.name))
             if n.type == COMM_SEND_NODE:
-                sends[(int(n.attr("comm_src", rank)), int(n.attr("comm_dst")),
-                       int(n.attr("comm_tag", 0)))] = len(tasks) - 1
+                sends[_peers(n, path, rank, None)] = len(tasks) - 1
             elif n.type == COMM_RECV_NODE:
-                recvs.append((len(tasks) - 1, (int(n.attr("comm_src")),
-                                               int(n.attr("comm_dst", rank)),
-                                               int(n.attr("comm_tag", 0)))))
+                recvs.append((len(tasks) - 1, _peers(n, path, None, rank)))
         for n in nodes:
             t = tasks[index[n.id]]
             for d in dict.fromkeys(n.ctrl_deps + n.data_deps):
@@ -500,6 +501,20 @@ def tasks_from_chakra(prefix: str | Path, exact: bool = True) -> list[Task]:
                                 "read every rank's trace")
         tasks[i].deps.append(sends[key_])
     return tasks
+
+
+def _peers(n: ETNode, path: Path, src: int | None, dst: int | None) -> tuple[int, int, int]:
+    """(comm_src, comm_dst, comm_tag) of a send or receive node; ``src`` / ``dst``: the
+    default of the end that is the node's own rank (robust51: a receive without comm_src
+    raised a TypeError, a word a ValueError)."""
+    out = []
+    for name, default in (("comm_src", src), ("comm_dst", dst), ("comm_tag", 0)):
+        v = n.attr(name, default)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TrainsimError(f"{path}: {'send' if dst is None else 'receive'} node {n.id} "
+                                f"({n.name}) has {name}={v!r}; expected a whole number")
+        out.append(v)
+    return out[0], out[1], out[2]
 
 
 def read_chakra(prefix: str | Path, exact: bool = True) -> float:

@@ -157,17 +157,20 @@ def write_et(path: str | Path, nodes: list[ETNode],
 
 
 def read_et(path: str | Path) -> tuple[dict[str, Any], list[ETNode]]:
-    """(metadata, nodes) of one ``.et`` file."""
-    messages = wire.read_delimited(Path(path).read_bytes())
+    """(metadata, nodes) of one ``.et`` file; a file that does not decode as Chakra's
+    length-prefixed messages is refused naming it (robust51: a truncated or damaged file
+    raised the wire reader's ValueError, or a field of another wire type an AttributeError)."""
     try:
-        head = next(messages)
-    except StopIteration:
-        raise TrainsimError(f"{path}: empty Chakra trace") from None
-    meta: dict[str, Any] = {}
-    for f, _, v in wire.fields(head):
-        if f == G_VERSION:
-            meta["version"] = v.decode()  # type: ignore[union-attr]
-        elif f == G_ATTR:
-            k, (_, val) = _decode_attr(v)  # type: ignore[arg-type]
-            meta[k] = val
-    return meta, [decode_node(m) for m in messages]
+        messages = list(wire.read_delimited(Path(path).read_bytes()))
+        if not messages:
+            raise TrainsimError(f"{path}: empty Chakra trace")
+        meta: dict[str, Any] = {}
+        for f, _, v in wire.fields(messages[0]):
+            if f == G_VERSION:
+                meta["version"] = v.decode()  # type: ignore[union-attr]
+            elif f == G_ATTR:
+                k, (_, val) = _decode_attr(v)  # type: ignore[arg-type]
+                meta[k] = val
+        return meta, [decode_node(m) for m in messages[1:]]
+    except (ValueError, IndexError, TypeError, AttributeError, struct.error) as exc:
+        raise TrainsimError(f"{path}: not a Chakra execution trace ({exc})") from None
