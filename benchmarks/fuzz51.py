@@ -510,6 +510,56 @@ def chakraread_cases(workdir: str) -> Callable[[], Iterator[Case]]:
     return cases
 
 
+# ------------------------------------------------------------------------------ unicode
+
+SPELLINGS: list[tuple[str, Callable[[str], str]]] = [
+    ("zero-width space", lambda t: t + "\u200b"), ("zero-width joiner inside",
+                                                   lambda t: t[:1] + "\u200d" + t[1:]),
+    ("NBSP after", lambda t: t + "\u00a0"), ("ideographic space before", lambda t: "\u3000" + t),
+    ("full width", lambda t: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in t)),
+    ("Cyrillic a / e / o", lambda t: t.translate(str.maketrans("aeo", "\u0430\u0435\u043e"))),
+    ("upper case", str.upper), ("soft hyphen inside", lambda t: t[:2] + "\u00ad" + t[2:]),
+    ("combining acute", lambda t: t + "\u0301"), ("BOM before", lambda t: "\ufeff" + t),
+    ("right-to-left mark", lambda t: t + "\u200f"), ("line separator", lambda t: t + "\u2028"),
+]
+"""How a key or a word may arrive from another editor, a web page or a chat window."""
+
+
+def unicode_cases(workdir: str) -> Callable[[], Iterator[Case]]:
+    """Each key of each base's sections, and each word value, respelt: the file is read as the
+    ASCII one (the same built config) or refused in one line (a key dropped or a value read
+    as another in silence is the class)."""
+    def one(base: str, section: str, key: str, respell: Callable[[str], str], of_value: bool
+            ) -> str | None:
+        from trainsim.catalog import load_run_config
+
+        cfg = copy.deepcopy(BASES[base])
+        value = cfg[section].pop(key)
+        if of_value:
+            cfg[section][key] = respell(value)
+        else:
+            cfg[section][respell(key)] = value
+        path = Path(workdir) / "u.json"
+        path.write_text(json.dumps(cfg, ensure_ascii=False), encoding="utf-8")
+        got = load_run_config(str(path))
+        path.write_text(json.dumps(BASES[base]))
+        want = load_run_config(str(path))
+        return None if got == want else "read as another config in silence"
+
+    def cases() -> Iterator[Case]:
+        for base in ("dense", "moe", "mla"):
+            for section, fields in BASES[base].items():
+                for key, value in fields.items():
+                    for name, respell in SPELLINGS:
+                        yield f"{base} {section}.{key} key {name}", (
+                            lambda b=base, s=section, k=key, r=respell: one(b, s, k, r, False))
+                        if isinstance(value, str):
+                            yield f"{base} {section}.{key}={value} {name}", (
+                                lambda b=base, s=section, k=key, r=respell: one(b, s, k, r,
+                                                                                True))
+    return cases
+
+
 # ------------------------------------------------------------------------------ main
 
 def main(argv: list[str] | None = None) -> int:
@@ -519,7 +569,8 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as workdir:
         surfaces = {"optset": optset_cases(workdir), "exportrt": exportrt_cases(workdir, rng),
-                    "chakraread": chakraread_cases(workdir)}
+                    "chakraread": chakraread_cases(workdir),
+                    "unicode": unicode_cases(workdir)}
         refusals: dict[str, list[str]] = {}
         out = fuzz_checks.timed_sweep(surfaces, only, args.count, rng, refusals, CPU_LIMIT_S,
                                       cpu_hang_s=CPU_HANG_S, progress=args.progress)

@@ -397,3 +397,21 @@ def test_a_chakra_node_with_a_bad_attribute_is_refused_naming_it(traces, attrs, 
     finally:
         path.write_bytes(data)
     assert read_chakra(prefix) == pytest.approx(ex.iteration_time_s, rel=1e-9)
+
+
+@pytest.mark.slow
+def test_the_whole_fuzz51_round_finds_only_plans_pue_and_price():
+    """Every surface of fuzz51; the one class left (a lead: plan's --pue / --price beside a
+    --set of cluster.pue / cluster.price_per_gpu_hour, the option wins in silence; the fix
+    belongs in search/cli.py) is pinned, so its fix shows here."""
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import fuzz51
+    from fuzz_checks import outcome
+
+    assert fuzz51.main(["--only", "exportrt,chakraread,unicode"]) == 0
+    with tempfile.TemporaryDirectory() as d:
+        failed = [label for label, thunk in fuzz51.optset_cases(d)() if outcome(thunk)]
+    assert failed == ["plan --pue 1.5 --set cluster.pue=1.1",
+                      "plan --price 3 --set cluster.price_per_gpu_hour=5"]
