@@ -196,22 +196,24 @@ def test_layer_parts_follow_megatron_cores_capture():
 
 
 def test_dense_layer_attn_scope_launches_by_hand():
-    """Attention block forward: attn_norm, attn.all_gather, qkv_proj, rope, attn_core,
-    out_proj, attn.reduce_scatter, attn_bias_dropout_add = 8 launches, one replay (2) instead;
-    the MLP block's 7 stay (mlp_norm, all_gather, fc1, swiglu, fc2, reduce_scatter, add).
-    Backward: the attention block's 11 launches (its 8 ops' backwards, qkv's and out_proj's
-    dgrad and wgrad, the re-gather) become one replay of 2."""
+    """Attention block forward: attn_norm, attn.all_gather, qkv_proj, the split's query
+    reshape copy and V's contiguous copy (two query groups of four heads on each TP rank,
+    RoPE), RoPE on Q and on K (2), attn_core, out_proj, attn.reduce_scatter,
+    attn_bias_dropout_add = 11 launches, one replay (2) instead; the MLP block's 7 stay
+    (mlp_norm, all_gather, fc1, swiglu, fc2, reduce_scatter, add). Backward: the attention
+    block's 13 launches (its ops' backwards: RoPE's two, the split's gradient cat, V's copy
+    none; qkv's and out_proj's dgrad and wgrad, the re-gather) become one replay of 2."""
     eager_cfg, cfg = _cfg(moe=False), _cfg(("attn",), moe=False)
     fwd, bwd = _layer(cfg, moe=False)
     names = [op.name for op in fwd]
     cut = names.index("mlp_norm")
-    assert sum(host.launches(op) for op in fwd[:cut]) == 8
+    assert sum(host.launches(op) for op in fwd[:cut]) == 11
     assert sum(host.launches(op) for op in fwd[cut:]) == 7
-    assert sum(_counts(eager_cfg, fwd)) == 15
+    assert sum(_counts(eager_cfg, fwd)) == 18
     assert sum(_counts(cfg, fwd)) == host.GRAPH_REPLAY_LAUNCHES + 7 == 9
     bcut = [op.name for op in bwd].index("attn_bias_dropout_add.bwd")
     attn_bwd = sum(host.launches(op) for op in bwd[bcut:])
-    assert attn_bwd == 11
+    assert attn_bwd == 13
     assert sum(_counts(cfg, bwd)) == sum(_counts(eager_cfg, bwd)) - attn_bwd + 2
 
 

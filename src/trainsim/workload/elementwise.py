@@ -240,8 +240,9 @@ def backward_bytes(op: Elementwise) -> tuple[float, int]:
     if entry is None or (op.kernel, op.impl) not in IMPLEMENTATIONS:
         nbytes = op.bytes * BACKWARD_OF_FORWARD if op.bwd_bytes is None else op.bwd_bytes
         return nbytes, op.kernels if op.bwd_kernels is None else op.bwd_kernels
-    per_bwd, kernels = entry
-    return op.bytes * per_bwd(2) / IMPLEMENTATIONS[(op.kernel, op.impl)][0](2), kernels
+    per_bwd, kernels = entry  # an op of several calls states its kernels (``norm_op``)
+    return op.bytes * per_bwd(2) / IMPLEMENTATIONS[(op.kernel, op.impl)][0](2), \
+        kernels if op.bwd_kernels is None else op.bwd_kernels
 
 
 def bytes_relative_to_fused(family: str, impl: str) -> float:
@@ -354,11 +355,24 @@ def full_wave_norm(impl: str, compiled: bool) -> bool:
 
 
 def norm_op(name: str, normalization: str, elements: float, impl: str,
-            elem_bytes: int = 2, full_wave: bool = False) -> Elementwise:
+            elem_bytes: int = 2, full_wave: bool = False, calls: int = 1) -> Elementwise:
     """A norm over ``elements`` elements of ``elem_bytes`` run by ``impl`` (``norm_impl``);
-    ``full_wave``: launched as one full wave of the GPU (``full_wave_norm``)."""
+    ``full_wave``: launched as one full wave of the GPU (``full_wave_norm``). ``calls``: the
+    norm module is called that many times over parts of the elements (``QK_NORM_CALLS``),
+    each call its implementation's kernels, forward and backward."""
     op = memory_op(name, normalization, impl, elements, elem_bytes)
+    if calls > 1:
+        op = replace(op, kernels=op.kernels * calls, bwd_kernels=backward_bytes(op)[1] * calls)
     return replace(op, full_wave=True) if full_wave else op
+
+
+QK_NORM_CALLS = 2
+"""Calls of a per-head query/key norm a layer makes: one module for the queries and one for the
+keys, each its own norm kernel(s) forward and backward. Megatron-core: ``q_layernorm(query)``,
+then ``k_layernorm(key)`` (NVIDIA/Megatron-LM core_v0.15.0 megatron/core/transformer/
+attention.py ``SelfAttention.get_query_key_value_tensors`` L1107-1111; the same at d7288711,
+Megatron-Bridge 26.04's pin), each a ``TENorm``; Hugging Face's Qwen3 / OLMo 2 attention:
+``self.q_norm(...)`` and ``self.k_norm(...)``. A compiled layer may fuse them (left at one)."""
 
 
 ROPE_EAGER_BWD_KERNELS = 14
@@ -378,17 +392,33 @@ the conjugate and the conjugate's materialising copy (counted under TorchDispatc
 bytes match rotate-half's at 16-bit elements (2 + 4, 4 + 4 and 4 + 2 per element: 20)."""
 
 
+ROPE_FUSED_CALLS = 2
+"""Launches of a fused rotary embedding per pass: one kernel for the queries and one for the
+keys, forward and backward. Megatron-core applies it to each tensor in turn (core_v0.15.0
+megatron/core/transformer/attention.py ``Attention.forward`` L826-849: ``query =
+apply_rotary_pos_emb(query, q_pos_emb, ...)``, then ``key = apply_rotary_pos_emb(key,
+k_pos_emb, ...)``; models/common/embeddings/rope_utils.py L268-291 routes each call under
+``apply_rope_fusion`` to Transformer Engine's ``fused_apply_rotary_pos_emb``, one
+``FusedRoPEFunc``: one forward kernel, one backward); the same at d7288711. One launch for
+both needs Megatron-core's ``fused_single_qkv_rope`` (off by default, and refused with q/k
+norms: attention.py L703-726), which no profile here selects."""
+
+
 def rope_op(name: str, elements: float, eager: bool, unfused: bool = False,
-            complex_rope: bool = False) -> Elementwise:
-    """Rotary embedding of ``elements`` query and key elements: a fused kernel, Hugging Face's
-    ``apply_rotary_pos_emb`` (rotate-half in five PyTorch ops per call) or, where the profile
-    says ``complex_rope``, torchtitan's ``apply_rotary_emb`` on complex views (three per call;
-    ``ROPE_COMPLEX_KERNELS``), or Megatron-core's unfused function (``unfused``)."""
+            complex_rope: bool = False, compiled: bool = False) -> Elementwise:
+    """Rotary embedding of ``elements`` query and key elements: a fused kernel per tensor
+    (``ROPE_FUSED_CALLS``), Hugging Face's ``apply_rotary_pos_emb`` (rotate-half in five
+    PyTorch ops per call) or, where the profile says ``complex_rope``, torchtitan's
+    ``apply_rotary_emb`` on complex views (three per call; ``ROPE_COMPLEX_KERNELS``), or
+    Megatron-core's unfused function (``unfused``). ``compiled``: Inductor's kernel for both
+    (left at one)."""
     impl = "eager" if eager else "unfused" if unfused else "fused"
     op = memory_op(name, "rope", impl, elements)
     if impl == "eager":
         fwd, bwd = ROPE_COMPLEX_KERNELS if complex_rope else (op.kernels, ROPE_EAGER_BWD_KERNELS)
         op = replace(op, kernels=fwd, bwd_kernels=bwd)
+    elif impl == "fused" and not compiled:
+        op = replace(op, kernels=ROPE_FUSED_CALLS, bwd_kernels=ROPE_FUSED_CALLS)
     return op
 
 

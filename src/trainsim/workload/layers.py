@@ -24,6 +24,7 @@ from trainsim.workload.context_parallel import (
 from trainsim.workload.elementwise import (
     BACKWARD_IMPL,
     LAYER_SCALAR_SYNCS,
+    QK_NORM_CALLS,
     activation_op,
     backward_bytes,
     fp8_scale_update_op,
@@ -47,6 +48,7 @@ from trainsim.workload.ops import (
     Gemm,
     Op,
 )
+from trainsim.workload.qkv_split import mcore_qkv_split_ops
 from trainsim.workload.relayout import attn_out_relayout_op, qkv_relayout_op
 from trainsim.workload.schedule_nodes import with_schedule_nodes
 from trainsim.workload.shard import (
@@ -179,16 +181,18 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             linear(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h, seq_parallel="gather",
                    norm_fused=not parallel)
             bias_add(ops, sh, "qkv", "qkv_proj", T, q_loc + 2 * kv_loc)
+            ops.extend(mcore_qkv_split_ops(cfg, T, q_loc, kv_loc))  # Megatron-core's TE split
         if sh.qkv_relayout:
             ops.append(qkv_relayout_op(T, q_loc, kv_loc))
         if m.qk_layernorm:  # per-head norms of queries and keys (Qwen3, OLMo 2)
             qk = norm_impl(m.normalization, m.kv_channels, sh.eager, sh.compiled, sh.norm)
             ops.append(norm_op("qk_norm", m.normalization, T * (q_loc + kv_loc), qk,
+                               calls=1 if sh.compiled else QK_NORM_CALLS,
                                full_wave=full_wave_norm(qk, sh.compiled)))
         if m.position_embedding == "rope":
             ops.append(rope_op("rope", T * (q_loc + kv_loc), sh.eager,
                                unfused=m.rope_scaling is not None and sh.scaled_rope_unfused,
-                               complex_rope=sh.complex_rope))
+                               complex_rope=sh.complex_rope, compiled=sh.compiled))
         head_dim, kv_heads = m.kv_channels, max(m.kv_heads // t, 1)
         qk_head_dim = None
     heads, q_len = m.num_attention_heads // t, sh.q_len
