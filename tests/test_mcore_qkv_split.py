@@ -103,3 +103,22 @@ def test_norm_calls_scale_every_implementation():
     one = norm_op("qk_norm", "rmsnorm", 1e6, "eager")
     assert backward_bytes(one) == (backward_bytes(eager)[0], 16)
     assert norm_op("x", "rmsnorm", 1e6, "fused", calls=2).kernels == 2
+
+
+def test_audit_rows_match_the_code_where_this_session_counted():
+    """``benchmarks/launches51_audit.py`` on its two public rows (the bundled file where the
+    shared one is absent): trainsim's launches equal the code's for the QKV split, RoPE and
+    q/k norms; the fused router is the one part trainsim counts above the code."""
+    from pathlib import Path
+
+    from tests.helpers import load_script
+
+    audit = load_script(Path(__file__).resolve().parents[1] / "benchmarks" / "launches51_audit.py")
+    layers = {kind: audit._layer(kind) for kind in audit.ROWS}
+    for kind, part, names, code, _, _ in audit.AUDIT:
+        fwd, bwd = layers[kind]
+        ours = (audit._count(fwd, names, False), audit._count(bwd, names, True))
+        if names[0].startswith(("qkv_split", "rope", "qk_norm")):
+            assert ours == code, part
+        if names == ("router_topk_softmax",):
+            assert ours[0] > code[0] and ours[1] > code[1]
