@@ -43,8 +43,14 @@ HOST_S_PER_KERNEL = 30e-6
 launch), Transformer Engine's module bookkeeping spread over its kernels. Fitted 2026-11-23 by
 ``benchmarks/fit_host.py`` to the 138 published training runs on a grid bounded by what one
 eager op can plausibly cost (0-30 us); the fit sits at that bound in every leave-one-framework-
-out fold (figures in ``benchmarks/RESULTS.md``), so the launches counted here are likely fewer
-than the frameworks issue. A measured host cost per op would replace it."""
+out fold (figures in ``benchmarks/RESULTS.md``). Not because launches are missing: audited
+against Megatron-LM / Transformer Engine source (``benchmarks/launches51_audit.py``, 51st
+session), a Megatron-core layer's kernels are counted as the code issues them (the QKV split's
+copies, RoPE and q/k norms per tensor added then) or more (the router's top-k and loss
+unfused where Megatron-Bridge's recipes fuse it), and most of an MoE layer's (the experts'
+quantizations and GEMMs) come from C++ loops inside one Python call each, cheaper per kernel
+than this. The fit's pull is per-call host work (a TE module call's Python) that one cost per
+kernel cannot carry; a measured host cost per module call would replace it."""
 
 
 CPP_OP_S = 5.13e-6
