@@ -269,7 +269,8 @@ def test_nemotron_h_attention_has_no_rope():
     """Nemotron-H's attention layers carry no position embedding (Megatron-Bridge's
     nemotron_h_bridge sets position_embedding_type 'none'): the presets read 'none', an
     attention layer runs no RoPE kernel, and a 'rope' copy of the same model runs exactly one
-    more op and nothing else changes."""
+    more op and, RoPE making Q and K fresh tensors, one more copy in the QKV split (TE copies V
+    contiguous: ``workload.qkv_split``); nothing else changes."""
     import dataclasses
 
     cfg = run(tp=2)
@@ -280,8 +281,11 @@ def test_nemotron_h_attention_has_no_rope():
     roped = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model,
                                                                position_embedding="rope"))
     with_rope = layer_forward(roped, shard_of(roped), "*")
-    assert [op for op in with_rope if op.name != "rope"] == plain
+    assert [op for op in with_rope if op.name not in ("rope", "qkv_split")] == \
+        [op for op in plain if op.name != "qkv_split"]
     assert len(with_rope) == len(plain) + 1
+    split = [next(op for op in ops if op.name == "qkv_split") for ops in (plain, with_rope)]
+    assert split[1].kernels == split[0].kernels + 1
     for name in ("nemotron-h-47b", "nemotron-h-56b", "nemotron-3-nano-30b-a3b"):
         assert trainsim.catalog.model(name).position_embedding == "none"
 
