@@ -97,6 +97,22 @@ def _class_leads(c: Candidate, family: list[Candidate] | Family | tuple) -> list
     return [cl[_lead(cl)] for cl in (classes[k] for k in sorted(classes))]
 
 
+_PAIRS = {(tp, ep): tuple((t, e) for t in ((False, True) if tp else (False,))
+                          for e in ((False, True) if ep else (False,)))
+          for tp in (False, True) for ep in (False, True)}
+"""A whole family's pricing classes by whether its TP and expert all-to-all overlap switches
+apply, in ``Family.class_leads``'s order."""
+
+
+def _class_pairs(c: Candidate, family: list[Candidate] | Family | tuple
+                 ) -> tuple[tuple[bool, bool], ...]:
+    """The :data:`_pricing` switches of :func:`_class_leads`'s leads, in their order, without
+    building the leads (``Bounds.passes_low``)."""
+    if type(family) is Family and family.whole and family.lead is c:
+        return _PAIRS[family.switches[2], family.switches[4]]
+    return tuple(sorted({_pricing(x) for x in (c, *family)}))
+
+
 _pricing: Callable[[Candidate], tuple[bool, bool]] = operator.attrgetter(
     "tp_comm_overlap", "moe_overlap_ep_comm")
 """The switches that change how a pass is priced: Transformer Engine's TP overlap runs the
@@ -253,8 +269,10 @@ def run_waves(base: Base, heap: Heap, siblings: dict[Candidate, list[Candidate] 
         sent = 0  # candidates of todo handed to the stream
         while heap and len(todo) + len(fresh) < wave:
             lb, at, c, headroom, refined = heapq.heappop(heap)
-            group_size = 1 + len(siblings.get(c, ()))
-            keep = not ruled_out(lb, c, headroom)  # else ruled out before its memory is checked
+            # not ruled_out(lb, c, headroom), its cheapest tests first (a pure test: the same
+            # answer; else ruled out before its memory is checked)
+            keep = headroom is not None or \
+                not lb > pareto_slowdown * best_n.get(c.mem.num_gpus, INF) or may_rank(lb, c)
             if keep and refined is not True:
                 # first popped (False): queued at its passes' bound where higher (PENDING);
                 # popped again (or not higher): its refined bound, queued with the order the
@@ -262,7 +280,10 @@ def run_waves(base: Base, heap: Heap, siblings: dict[Candidate, list[Candidate] 
                 if refined is False:
                     order += 1
                     at = order
-                    low = min(bounds.passes_bound(x) for x in _class_leads(c, siblings.get(c, ())))
+                    family = siblings.get(c, ())
+                    low = bounds.passes_low(c, _class_pairs(c, family))
+                    if low is None:  # a class's passes not priced yet: its lead's config does
+                        low = min(bounds.passes_bound(x) for x in _class_leads(c, family))
                     keep = low <= lb or not ruled_out(low, c, headroom)
                     if keep and low > lb:
                         heapq.heappush(heap, (low, at, c, headroom, PENDING))
@@ -273,27 +294,29 @@ def run_waves(base: Base, heap: Heap, siblings: dict[Candidate, list[Candidate] 
                         heapq.heappush(heap, (lb, at, c, headroom, True))
                         continue
                 keep = False
+            # a pruned group's size is its lead and the siblings it drops (a regrouped lead
+            # keeps the group's: ``regroup``), counted only where it is pruned
             if not keep:
-                siblings.pop(c, None)
+                group_size = 1 + len(siblings.pop(c, ()))
                 bound_pruned += group_size
                 done += group_size
                 continue
             if headroom is None:  # a lead not yet checked for memory
                 if c.mem not in memory and not may_rank(lb, c) and off_front(lb, c):
-                    siblings.pop(c, None)  # dominated whatever its memory
+                    group_size = 1 + len(siblings.pop(c, ()))  # dominated whatever its memory
                     bound_pruned += group_size
                     done += group_size
                     continue
                 mc = memory[c.mem] if c.mem in memory else \
                     check_memory(c.mem, base, bounds.configs.get(c.mem))
                 if mc is None or not mc.fits:
-                    siblings.pop(c, None)
+                    group_size = 1 + len(siblings.pop(c, ()))
                     memory_pruned += group_size
                     done += group_size
                     continue
                 headroom = mc.headroom_bytes
             if not may_rank(lb, c) and not on_front(lb, c, headroom):
-                siblings.pop(c, None)  # siblings are no faster than their lead
+                group_size = 1 + len(siblings.pop(c, ()))  # siblings no faster than their lead
                 bound_pruned += group_size
                 done += group_size
                 continue
