@@ -1,7 +1,8 @@
-"""Search speed, exact (issue 21 item 4): a memory group's first pop asks the least passes' bound
-of its pricing classes from the group's row and the classes' switches (``Bounds.passes_low``,
-``waves._class_pairs``) instead of building each class's lead: the same classes in the same
-order, and the same float as the minimum over the leads' ``passes_bound``."""
+"""Search speed, exact (issue 21 item 4, 51st session): a memory group's first pop asks the least
+passes' bound of its pricing classes from the group's row and the classes' switches
+(``Bounds.passes_low``, ``waves._class_pairs``) instead of building each class's lead (the same
+classes in the same order, and the same float as the minimum over the leads' ``passes_bound``);
+a search's survivors go to the collector's oldest generation before it resumes."""
 
 from __future__ import annotations
 
@@ -60,7 +61,47 @@ def test_passes_low_is_the_least_of_the_class_leads_passes_bounds():
     ``passes_bound`` to the bit, or None before every class's passes are priced. Some groups'
     classes have different bounds (a ``passes_low`` that read one class alone fails here) and
     some were asked before their pricing (the fallback is exercised)."""
-    dense = _checked("llama3-8b", 16, 64, 4096, 7)
-    moe = _checked("mixtral-8x7b", 32, 64, 4096, 11)
+    dense = _checked("llama3-8b", 16, 64, 4096, 17)
+    moe = _checked("mixtral-8x7b", 32, 64, 4096, 23)
     for compared, unpriced, differ in (dense, moe):
-        assert compared >= 300 and unpriced >= 50 and differ >= 200, (dense, moe)
+        assert compared >= 200 and unpriced >= 50 and differ >= 150, (dense, moe)
+
+
+def test_a_search_leaves_its_survivors_to_the_oldest_generation():
+    """The collector is paused through a search (``gc_paused``); what the search keeps is moved
+    to the oldest generation before it resumes (``core._survivors_to_oldest``), so no
+    collection scans it as the search ends: a search whose evaluations all come from a cache
+    (no simulation freezes and thaws the collector's objects, as a local search's main process)
+    triggers no collection, and answers as the search that filled the cache. With the move
+    undone the same search collects its young generation (checked: so this can fail)."""
+    import gc
+
+    import pytest
+    from helpers import make_base
+
+    from trainsim.engine import loop
+    from trainsim.search import EvaluationCache, search
+
+    if loop._FROZEN[0]:  # a freeze holder (the service's startup): left as it is, by design
+        pytest.skip("the collector's objects are held frozen here")
+    base = make_base(gpus=8, batch=16)
+    cache = EvaluationCache()
+    first = search(base, [8], cache=cache)
+    seen: list[int] = []
+
+    def record(phase: str, info: dict) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    was = gc.isenabled()
+    gc.enable()
+    gc.callbacks.append(record)
+    try:
+        again = search(base, [8], cache=cache)
+    finally:
+        gc.callbacks.remove(record)
+        if not was:
+            gc.disable()
+    assert [e.candidate for e in again.evaluated] == [e.candidate for e in first.evaluated]
+    assert again.stats.cache_hits == len(again.evaluated) > 0
+    assert seen == [], seen
