@@ -45,12 +45,17 @@ LEVELS: dict[str, Callable[[Any], tuple]] = {
 }
 """How wide a family is: the memory-key fields its members share."""
 
+_LOW = """\
+                    family = siblings.get(c, ())
+                    low = bounds.passes_low(c, _class_pairs(c, family))
+                    if low is None:  # a class's passes not priced yet: its lead's config does
+                        low = min(bounds.passes_bound(x) for x in _class_leads(c, family))
+"""
 _FIRST_POP = """\
                 if refined is False:
                     order += 1
                     at = order
-                    low = min(bounds.passes_bound(x) for x in _class_leads(c, siblings.get(c, ())))
-"""
+""" + _LOW
 _DEFERRED_POP = """\
                 if refined is False or refined == "family":
                     if refined is False:
@@ -62,17 +67,19 @@ _DEFERRED_POP = """\
                                 heapq.heappush(heap, (fb, at, c, headroom, "family"))
                                 continue
                     _counts["lows"] += 1
-                    low = min(bounds.passes_bound(x) for x in _class_leads(c, siblings.get(c, ())))
-"""
+""" + _LOW
 _START = "    tokens = base.training.global_batch_size * base.training.seq_length\n"
 _PRUNED = {  # where a group is pruned -> what is counted there (candidates pruned, by where)
-    "            if not keep:\n                siblings.pop(c, None)\n":
+    "            if not keep:\n                group_size = 1 + len(siblings.pop(c, ()))\n":
         "_counts[f'pruned at {_AT[refined, keep0]}'] += group_size",
-    "                    siblings.pop(c, None)  # dominated whatever its memory\n":
+    "                    group_size = 1 + len(siblings.pop(c, ()))"
+    "  # dominated whatever its memory\n":
         "_counts['pruned dominated whatever its memory (peak floor)'] += group_size",
-    "                if mc is None or not mc.fits:\n                    siblings.pop(c, None)\n":
+    "                if mc is None or not mc.fits:\n"
+    "                    group_size = 1 + len(siblings.pop(c, ()))\n":
         "_counts['pruned by memory'] += group_size",
-    "                siblings.pop(c, None)  # siblings are no faster than their lead\n":
+    "                group_size = 1 + len(siblings.pop(c, ()))"
+    "  # siblings no faster than their lead\n":
         "_counts['pruned after the memory check'] += group_size",
 }
 _AT = {(False, False): "first pop: FLOP bound", (False, True): "first pop: passes'/refined bound",
@@ -80,8 +87,9 @@ _AT = {(False, False): "first pop: FLOP bound", (False, True): "first pop: passe
        ("passes", False): "passes' bound", ("passes", True): "passes': refined bound",
        (True, False): "refined bound"}
 """Where a group is pruned: (its entry's kind, whether the bound it was popped at let it by)."""
-_KEEP = ("            keep = not ruled_out(lb, c, headroom)"
-         "  # else ruled out before its memory is checked\n")
+_KEEP = ("            keep = headroom is not None or \\\n"
+         "                not lb > pareto_slowdown * best_n.get(c.mem.num_gpus, INF)"
+         " or may_rank(lb, c)\n")
 
 
 def family_bound(bounds: Any, heap: list, width: Callable[[Any], tuple]
@@ -144,7 +152,7 @@ def instrumented(width: Callable[[Any], tuple] | None) -> Iterator[collections.C
     inside = ["passes"]
     saved = (core.run_waves, executors.Stream.results, lower_bounds.Bounds.passes_bound,
              lower_bounds.Bounds.refined, lower_bounds.Bounds._pass_times,
-             executors.evaluate_batch)
+             executors.evaluate_batch, lower_bounds.Bounds.passes_low)
     run_waves = patched_run_waves(width, counts)
     wave = [0]
 
@@ -175,6 +183,16 @@ def instrumented(width: Callable[[Any], tuple] | None) -> Iterator[collections.C
             counts[f"passes' bounds, shapes {kind}: CPU us"] += \
                 round(1e6 * (time.process_time() - t0))
 
+    def passes_low(self: Any, c: Any, pairs: Any) -> float | None:
+        # (a group's low from shapes already priced: counted as kept shapes' bounds)
+        t0 = time.process_time()
+        try:
+            return saved[6](self, c, pairs)
+        finally:
+            counts["passes' bounds, shapes kept"] += 1
+            counts["passes' bounds, shapes kept: CPU us"] += \
+                round(1e6 * (time.process_time() - t0))
+
     def evaluate_batch(*a: Any, **k: Any) -> Any:
         t0 = time.process_time()
         try:
@@ -198,11 +216,13 @@ def instrumented(width: Callable[[Any], tuple] | None) -> Iterator[collections.C
     executors.evaluate_batch = evaluate_batch
     b = lower_bounds.Bounds
     b.passes_bound, b.refined, b._pass_times = passes_bound, refined, pass_times
+    b.passes_low = passes_low
     try:
         yield counts
     finally:
         core.run_waves, executors.Stream.results = saved[0], saved[1]
         b.passes_bound, b.refined, b._pass_times = saved[2:5]
+        b.passes_low = saved[6]
         executors.evaluate_batch = saved[5]
         counts["shapes asked by passes' bounds"] = len(shapes["passes"])
         counts["shapes asked by refined bounds"] = len(shapes["refined"])
