@@ -49,8 +49,10 @@ session), a Megatron-core layer's kernels are counted as the code issues them (t
 copies, RoPE and q/k norms per tensor added then) or more (the router's top-k and loss
 unfused where Megatron-Bridge's recipes fuse it), and most of an MoE layer's (the experts'
 quantizations and GEMMs) come from C++ loops inside one Python call each, cheaper per kernel
-than this. The fit's pull is per-call host work (a TE module call's Python) that one cost per
-kernel cannot carry; a measured host cost per module call would replace it."""
+than this. Pricing those loops as one Python-level call plus ``CPP_LAUNCH_S`` a further kernel
+(``benchmarks/host51_percall.py``, 51st session) fits the per-call cost inside its grid (50 us;
+bounded at 100 us by a GB200 TE ``Linear`` forward's CPU time, NVIDIA/TransformerEngine#2053)
+but scores worse (public 5.44 -> 5.98 %, Megatron-Bridge left out 7.1 -> 10.7 %): not adopted."""
 
 
 CPP_OP_S = 5.13e-6
