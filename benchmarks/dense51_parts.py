@@ -81,6 +81,9 @@ def row(row_id: str) -> str:
     lb = layer_recompute(cfg, sh, lf, whole=False) + backward_of(lf, sh)
     hf = head_forward(cfg, sh)
     layer = split(pricer, lf + lb)
+    attn = [op for op in lf + lb if isinstance(op, Attention)]
+    attn_rate = sum(op.flops for op in attn) / layer["attn"] / 1e12 if attn else float("nan")
+    models = "/".join(sorted({pricer.compute.explain(op)[1] for op in attn}))
     head = split(pricer, hf + head_backward(cfg, sh, hf))
     m = cfg.training.global_batch_size // (cfg.training.micro_batch_size * cfg.dp)
     base, burst, need = fraction_for(cfg, res.measured)
@@ -90,15 +93,16 @@ def row(row_id: str) -> str:
     return (f"| {row_id} | {res.measured:.3f} | {base:.3f} | {100 * (base / res.measured - 1):+.1f} "
             f"| {m} x {n_layers} | {lay * 1e3:.2f} | {100 * layer['gemm'] / lay:.0f} / "
             f"{100 * layer['attn'] / lay:.0f} / {100 * layer['other'] / lay:.0f} "
+            f"| {attn_rate:.0f} {models} "
             f"| {sum(head.values()) * 1e3:.2f} | {burst:.3f} ({100 * (burst / res.measured - 1):+.1f}) "
             f"| {100 * clock_part:.1f} | {need:.3f} |")
 
 
 def main(argv: list[str]) -> int:
     print("| row | measured s | predicted s | err % | micro-batches x layers | layer fwd+bwd ms "
-          "| GEMM / attn / other % | head fwd+bwd ms | step at burst clock s (err %) "
+          "| GEMM / attn / other % | attention fwd+bwd TFLOP/s | head fwd+bwd ms | step at burst clock s (err %) "
           "| step share on the clock % | sustained fraction for 0 error |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row_id in argv or DEFAULT:
         print(row(row_id), flush=True)
     return 0
