@@ -32,6 +32,7 @@ from trainsim.config.cluster import MAX_PRICE_PER_HOUR, MAX_PUE
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.search.cli_inputs import (  # noqa: F401 - re-exported: tests, benchmarks
     build_base,
+    check_plan_sets,
     model_spec,
     node_size,
     nothing_found,
@@ -218,6 +219,7 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
     ex = None
     try:
         n_tokens = parse_number(tokens, "--tokens")
+        check_plan_sets(overrides, pue, price)
         gpus_per_node = node_size(gpus_per_node, overrides)
         gb = global_batch or max(1, 2 ** round(__import__("math").log2(4 * 2**20 / seq)))
         with said_warnings() as said:

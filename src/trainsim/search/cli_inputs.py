@@ -543,5 +543,17 @@ def parse_reference(text: str, base: Any, num_gpus: int):
     return Candidate.from_config(cfg)
 
 
-__all__ = ["OWN_OPTIONS", "VARIED", "build_base", "model_spec", "nothing_found", "parse_ints",
+def check_plan_sets(overrides: list[str] | tuple[str, ...], pue: float | None,
+                    price: float | None) -> None:
+    """Refuse plan's ``--pue`` / ``--price`` beside a ``--set cluster.pue`` /
+    ``cluster.price_per_gpu_hour`` of another value (robust51's lead 1: the option won in
+    silence); equal values are one setting."""
+    from trainsim.catalog import check_option_sets
+
+    check_option_sets(overrides, {"cluster.pue": (f"--pue {pue:g}" if pue is not None else "", pue),
+                                  "cluster.price_per_gpu_hour": (
+                                      f"--price {price:g}" if price is not None else "", price)})
+
+
+__all__ = ["OWN_OPTIONS", "VARIED", "build_base", "check_plan_sets", "model_spec", "nothing_found", "parse_ints",
            "parse_reference", "search_space"]

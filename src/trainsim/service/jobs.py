@@ -402,7 +402,7 @@ def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: 
           run: bool, progress: Progress, given: frozenset[str] = frozenset()) -> Output | None:
     from trainsim.config.training import check_run_tokens
     from trainsim.search.capacity import EnergyModel, plan
-    from trainsim.search.cli_inputs import build_base, said_warnings
+    from trainsim.search.cli_inputs import build_base, check_plan_sets, said_warnings
     from trainsim.search.whatif import parse_number
 
     _defaults_from_config(config, opts, wd)
@@ -423,6 +423,7 @@ def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: 
           max(1, 2 ** round(math.log2(4 * 2**20 / seq))))
     gpn = _int(opts, "gpus_per_node", 1)
     with said_warnings(say=False) as said, _as_options("plan", given):
+        check_plan_sets(tuple(opts["set"]), _float(opts, "pue", optional=True), price)
         base = build_base(opts["model"], opts["gpu"], gpn, gb, seq, gpn,
                           _float(opts, "nic_gbps"), opts["dtype"], tuple(opts["set"]))
         energy = EnergyModel(_float(opts, "gpu_idle_fraction"), _float(opts, "node_overhead"),
