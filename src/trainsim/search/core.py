@@ -79,10 +79,6 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
         raise ConfigError(f"rank_by={rank_by!r} is not one of {list(RANK_BY)}")
     if not pareto_slowdown >= 1:
         raise ConfigError(f"pareto_slowdown={pareto_slowdown} must be >= 1")
-    if base.model.hybrid_layer_pattern is not None:  # its bounds count routed / dense layers
-        raise ConfigError("model.hybrid_layer_pattern: trainsim search does not bound hybrid "
-                          "(Mamba-2 / attention / MLP / MoE) models yet; simulate each "
-                          "configuration instead")
     space = (space or SearchSpace()).held_by(base)
     executor = executor or SerialExecutor()
     t0 = time.perf_counter()

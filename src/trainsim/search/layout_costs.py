@@ -4,9 +4,12 @@ gathers, and ZeRO-3's slowdown of the passes."""
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
+
+from trainsim.config.hybrid import layer_kind
 
 
 @dataclass(frozen=True)
@@ -138,18 +141,20 @@ def link_floor(cfg: Any, pricer: Any, ranges: tuple[range, ...],
     from trainsim.sharded_passes import block_reduce_s
     from trainsim.workload.sharding import fsdp_pp_mode
 
-    p = cfg.parallel
-    is_moe = cfg.model.is_moe_layer
+    p, mdl = cfg.parallel, cfg.model
     out = [(0.0, 0.0)] * p.pp
+
+    def is_moe(i: int) -> bool | str:  # a hybrid layer's kind: its symbol (hsearch51)
+        return layer_kind(mdl, i)
     if p.zero_stage < 3 or fsdp_pp_mode(cfg) not in (None, "regather") \
             or p.zero3_gather == "per_parameter":
         return out
     if paired is None:
         paired = paired_gathers(cfg, pricer, ranges)
-    # a block's reduction reads its index only through is_moe_layer (rank_grad_elements):
+    # a block's reduction reads its index only through layer_kind (rank_grad_elements):
     # priced once per kind (for the layout: the 22B search's 2,267 -> 168), added per block in
     # the same order
-    reduce: dict[bool, float] = {}
+    reduce: dict[bool | str, float] = {}
     for v, layers in enumerate(ranges):
         gather = paired[v]
         if gather is None:
@@ -211,7 +216,7 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
     # ``dp_buckets: first_chunk``) whether it is stage 0: the middle stages of a layout
     # share them, worked out once (the same sums in the same order)
     done: dict[tuple, tuple[float, float, float, float, float]] = {}
-    moe = cfg.model.is_moe_layer
+    moe = functools.partial(layer_kind, cfg.model)  # a hybrid layer's symbol (hsearch51)
     for s in range(pp):
         own = tuple(ranges[c * pp + s] for c in range(vpp))
         # (and its chunks' MoE layers and ends, which place the buckets: ``bucket_ready``)

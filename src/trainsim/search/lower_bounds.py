@@ -71,6 +71,8 @@ def lower_bound_s(key: MemoryKey, base: Base, rate: float | None = None) -> floa
     # the logit layer of the vocabulary the run builds (padded as the simulator prices it)
     head = 6.0 * padded_size(m.vocab_size, key.tp, vocab_divisor(t)) * h * tokens / key.tp
     n_micro = t.global_batch_size // (key.dp * key.micro_batch)
+    if m.hybrid_layer_pattern is not None:  # layers of unlike work: the busiest stage's share
+        return BOUND_SAFETY * _hybrid_flops(key, base, tokens, head, n_micro) / rate
     layers = m.num_layers // key.pp
     if m.num_layers % key.pp:  # a balanced layout: the embedding and loss take a layer's place
         layers = max(0, layers - 2)
@@ -81,11 +83,32 @@ def lower_bound_s(key: MemoryKey, base: Base, rate: float | None = None) -> floa
     return BOUND_SAFETY * (last_stage + fill_drain) / rate
 
 
+def _hybrid_flops(key: MemoryKey, base: Base, tokens: float, head: float, n_micro: int
+                  ) -> float:
+    """Matmul FLOPs of a hybrid model's busiest pipeline rank: each layer's by its one block
+    (Mamba-2's in_proj and out_proj, attention's QKV and output projections, the MLP's, the MoE
+    block's top-k experts), the whole model's and head's divided evenly over the pp ranks (the
+    busiest holds at least the mean, whatever the layout and schedule; no fill or drain)."""
+    from trainsim.config.hybrid import ATTENTION, MAMBA, MLP, MOE
+    from trainsim.model.mamba import in_proj_width, inner
+
+    m, h = base.model, base.model.hidden_size
+    mats = 3 if m.activation == "swiglu" else 2
+    params = {MAMBA: h * in_proj_width(m) + inner(m) * h if MAMBA in m.hybrid_layer_pattern
+              else 0,
+              ATTENTION: h * (m.q_size + 2 * m.kv_size) + m.q_size * h, MLP: mats * h * m.ffn_size,
+              MOE: m.moe_router_topk * mats * h * (m.moe_ffn_hidden_size or m.ffn_size)}
+    per_param = (8.0 if key.recompute == "full" else 6.0) * tokens / key.tp
+    layers = sum(params[k] for k in m.hybrid_layer_pattern) * per_param
+    return n_micro * (layers + head) / key.pp
+
+
 def pass_ops(cfg: Any) -> tuple:
     """The op lists :meth:`Bounds._pass_times` prices for ``cfg``'s shard shape: ({is-MoE: (a
     layer's forward, its recompute + backward)}, (the head's forward, its backward, the train
     metrics over the logits), (the embedding's forward, its backward)), built as the simulator
     builds them (``workload``)."""
+    from trainsim.config.hybrid import layer_kind
     from trainsim.workload.head import (
         embedding_backward,
         embedding_forward,
@@ -99,7 +122,7 @@ def pass_ops(cfg: Any) -> tuple:
 
     sh, model = shard_of(cfg), cfg.model
     layers = {}
-    for moe in {model.is_moe_layer(i) for i in range(model.num_layers)}:
+    for moe in {layer_kind(model, i) for i in range(model.num_layers)}:
         lf = layer_forward(cfg, sh, moe=moe)
         # a partial recompute may skip any layer: price none (a bound)
         layers[moe] = (lf, layer_recompute(cfg, sh, lf,
@@ -133,6 +156,9 @@ class Bounds:
 
     def __init__(self, base: Base) -> None:
         self.base = base
+        pattern = base.model.hybrid_layer_pattern
+        # the layer kinds _kinds_of counts per virtual stage, in this order (hsearch51)
+        self._order: tuple[Any, ...] = tuple(sorted(set(pattern))) if pattern else (False, True)
         self._passes: dict[tuple, tuple[dict[bool, float], float, float]] = {}
         self._op_lists: dict[tuple, tuple] = {}  # _ops_of
         self._composed: dict[tuple, float] = {}  # _pipeline_bound by its inputs' identities
@@ -404,8 +430,12 @@ class Bounds:
         """One micro-batch's forward + backward of each virtual stage."""
         layer, head, emb = passes
         # n x a layer's passes, not n additions: the same to ~n ulps, far inside REFINED_SAFETY
-        work = [(dense * layer[False] if dense else 0.0) + (moe * layer[True] if moe else 0.0)
-                for dense, moe in kinds]
+        if self.base.model.hybrid_layer_pattern is None:  # (dense, routed-expert)
+            work = [(dense * layer[False] if dense else 0.0) + (moe * layer[True] if moe else 0.0)
+                    for dense, moe in kinds]
+        else:  # a hybrid model's kinds (config.hybrid.layer_kind), in self._order
+            work = [sum(n * layer[k] for k, n in zip(self._order, counts) if n)
+                    for counts in kinds]
         work[0] += emb
         work[-1] += head
         return work
@@ -510,9 +540,15 @@ class Bounds:
                       [max(0, m - 1) * x for x in scatter], [m * w for w in waits])
 
     def _kinds_of(self, ranges: tuple[range, ...]) -> tuple[tuple[int, int], ...]:
-        """(dense, routed-expert) layers of each virtual stage."""
+        """(dense, routed-expert) layers of each virtual stage; a hybrid model's layers of each
+        kind in ``self._order`` (its pattern's symbols, sorted)."""
         hit = self._kinds.get(ranges)
         if hit is None:
+            pattern = self.base.model.hybrid_layer_pattern
+            if pattern is not None:
+                hit = self._kinds[ranges] = tuple(
+                    tuple(sum(pattern[i] == k for i in r) for k in self._order) for r in ranges)
+                return hit
             moe = self.base.model.is_moe_layer
             hit = self._kinds[ranges] = tuple(
                 (len(r) - n, n) for r in ranges for n in [sum(moe(i) for i in r)])

@@ -130,6 +130,7 @@ def layered_busy_s(cfg: Any, per_kind: Any) -> list[float]:
     their layers' (``per_kind(kind)``: :func:`layer_pass_s`, which a search keeps for every
     layout of one shard shape), the embedding, head and accumulation parts left out, so never
     above it."""
+    from trainsim.config.hybrid import layer_kind
     from trainsim.workload.pipeline_schedules import zb_w_fraction
 
     p, m = cfg.parallel, cfg.model
@@ -138,7 +139,7 @@ def layered_busy_s(cfg: Any, per_kind: Any) -> list[float]:
     for layers in cfg.virtual_stage_layers():
         sums: dict[str, float] = {}
         for i in layers:
-            d = per_kind((m.is_moe_layer(i), m.layer_window(i) is not None, i in recomputed))
+            d = per_kind((layer_kind(m, i), m.layer_window(i) is not None, i in recomputed))
             for k, x in d.items():
                 sums[k] = sums.get(k, 0.0) + x
         stages.append(sums)

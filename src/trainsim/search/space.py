@@ -155,7 +155,8 @@ class SearchSpace:
 
     def held_by(self, base: Base) -> SearchSpace:
         """This space with the overlap switches the run's framework lacks (``Base.lacks``:
-        the config loader refuses them, ``catalog.defaults.apply_framework``) pinned off,
+        the config loader refuses them, ``catalog.defaults.apply_framework``) and a hybrid
+        model refuses (``moe_overlap_ep_comm``) pinned off,
         so no variant turns one on (sequence parallelism, virtual stages and the distributed
         optimizer are left out by :meth:`memory_keys`), and data-parallel overlap tried at
         the ZeRO stages where the framework overlaps it only (``Base.overlap_zero``; one fixed
@@ -163,7 +164,10 @@ class SearchSpace:
         from trainsim.catalog.defaults import OVERLAP_ACTS
 
         free = dict(self.pinned)
-        off = tuple((k, False) for k in lacked(base)
+        # a hybrid model has no combined 1F1B (config.hybrid.check_hybrid_run): its expert
+        # exchange overlap is pinned off (hsearch51), as a framework's lacked switches are
+        refused = ("moe_overlap_ep_comm",) if base.model.hybrid_layer_pattern is not None else ()
+        off = tuple((k, False) for k in dict.fromkeys((*lacked(base), *refused))
                     if k in OVERLAP_SWITCHES and k not in free)
         held = dataclasses.replace(self, pinned=self.pinned + off) if off else self
         if base.overlap_zero and not held.overlap_zero:
