@@ -163,6 +163,10 @@ class SearchSpace:
         on with --set keeps the stages where it is not refused)."""
         from trainsim.catalog.defaults import OVERLAP_ACTS
 
+        if _no_pairs(base) and set(self.schedules or ()) & {"dualpipe", "dualpipe_v"}:
+            raise ConfigError("--schedules dualpipe / dualpipe_v with model.hybrid_layer_pattern: "
+                              "DualPipe's pairs overlap the expert exchange as combined 1F1B "
+                              "does, which the hybrid model lacks; leave them out")
         free = dict(self.pinned)
         # a hybrid model has no combined 1F1B (config.hybrid.check_hybrid_run): its expert
         # exchange overlap is pinned off (hsearch51), as a framework's lacked switches are
@@ -222,7 +226,7 @@ class SearchSpace:
         if pp == 1:
             return ("",)
         names = self.schedules if self.schedules is not None else \
-            (("", "dualpipe") if base.model.is_moe else ("",))
+            (("", "dualpipe") if base.model.is_moe and not _no_pairs(base) else ("",))
         return schedules_fit(names, pp, vpp, n_micro)
 
     def memory_keys(self, base: Base, num_gpus: int) -> Iterator[MemoryKey]:
@@ -389,6 +393,12 @@ class SearchSpace:
 OVERLAP_SWITCHES = ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
                     "overlap_p2p_comm", "moe_overlap_ep_comm")
 """Candidate's overlap switches, in its field order (SearchSpace.switches' keys)."""
+
+
+def _no_pairs(base: Base) -> bool:
+    """Whether the model has no DualPipe pairs: a hybrid model (its passes cannot overlap the
+    expert exchange: ``config.hybrid.check_hybrid_run``; ``pipeline.pair_pricer`` would)."""
+    return base.model.hybrid_layer_pattern is not None
 
 
 def lacked(base: Base) -> frozenset[str]:
