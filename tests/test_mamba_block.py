@@ -306,10 +306,12 @@ def test_nemotron_h_check_file_is_the_readme_s_table():
     assert res.error is None and res.predicted > 0
 
 
-def test_search_refuses_a_hybrid_model():
-    """The search's bounds count routed and dense layers: a hybrid model is refused by name."""
-    from trainsim.search import Base, search
+def test_search_runs_on_a_hybrid_model():
+    """The search's bounds count each layer by its kind (hsearch51; until then a hybrid model
+    was refused): it answers on Nemotron-H 8B (tests/test_search_hybrid.py proves the bounds)."""
+    from trainsim.search import Base, SearchSpace, search
 
     cfg = run()
-    with pytest.raises(ConfigError, match="hybrid_layer_pattern: trainsim search"):
-        search(Base(cfg.model, cfg.training, cfg.cluster), [8])
+    r = search(Base(cfg.model, cfg.training, cfg.cluster), [8],
+               SearchSpace(tp=(1, 2), pp=(1,), recompute=("none",), max_micro_batch=1), top_k=2)
+    assert r.top and r.best.iteration_time_s > 0
