@@ -175,6 +175,8 @@ def test_hybrid_presets_simulate_with_a_sane_mfu(model, gpus, par):
     ({"parallel": {"tp": 16}}, "parallel.tp=16 must divide the Mamba heads"),
     ({"parallel": {"moe_overlap_ep_comm": True, "ep": 8}}, "moe_overlap_ep_comm"),
     ({"training": {"framework": "torchtitan"}}, "training.framework='torchtitan'"),
+    ({"parallel": {"pipeline_schedule": "dualpipe", "pp": 2, "ep": 8}}, "'dualpipe' with model"),
+    ({"parallel": {"pipeline_schedule": "dualpipe_v", "pp": 2}}, "'dualpipe_v' with model"),
 ])
 def test_what_the_hybrid_step_does_not_price_is_refused(change, match):
     raw = {"model": "nemotron-3-nano-30b-a3b",

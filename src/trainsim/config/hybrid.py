@@ -133,12 +133,18 @@ def check_hybrid_run(m: ModelConfig, p: ParallelConfig, t: TrainingConfig) -> No
     the Mamba-2 layer): another framework's hybrid modules, context parallelism over Mamba
     layers (``MambaContextParallel``'s all-to-alls), Megatron-core's combined 1F1B (only
     ``GPTModel`` has ``build_schedule_plan``: megatron/core/models/gpt/gpt_model.py; the hybrid
-    model has none), activation offloading; and Megatron-core's TP asserts on the mixer
-    (mamba_mixer.py ``MambaMixer.__init__``, lines 241-274: heads and groups divide by tp)."""
+    model has none), DualPipe (its pairs price through that overlap: ``pipeline.pair_pricer``),
+    activation offloading; and Megatron-core's TP asserts on the mixer (mamba_mixer.py
+    ``MambaMixer.__init__``, lines 241-274: heads and groups divide by tp)."""
     if t.framework and t.framework not in HYBRID_FRAMEWORKS:
         raise ConfigError(f"model.hybrid_layer_pattern with training.framework="
                           f"{t.framework!r}: trainsim prices Megatron-core's hybrid model "
                           f"({', '.join(HYBRID_FRAMEWORKS)}); pick one of them")
+    if p.pipeline_schedule in ("dualpipe", "dualpipe_v"):
+        raise ConfigError(f"parallel.pipeline_schedule={p.pipeline_schedule!r} with "
+                          "model.hybrid_layer_pattern: DualPipe's paired passes overlap the "
+                          "expert exchange through schedule plans Megatron-core builds for GPT "
+                          "models only; use 1f1b, interleaved_1f1b or a zero-bubble schedule")
     if p.moe_overlap_ep_comm:
         raise ConfigError("parallel.moe_overlap_ep_comm with model.hybrid_layer_pattern: "
                           "Megatron-core's combined 1F1B builds schedule plans for GPT models "
