@@ -16,17 +16,13 @@ event loop's, and agree with the full simulation to ~1e-12 (``tests/test_steady_
 checks 1e-9 on random configurations).
 
 Where no task slows a stream while that stream runs the period (no overlapped sends, no
-ZeRO-3 reductions per pass), A alone is enough (:func:`_one_run`): up to the cut the loop's
-times are a max-plus recurrence, so the rest depends on what came before only through the
-ends of the tasks it waits on, and :func:`engine.periodic.period_in_run_s` compares those at
-A's cut and one period earlier instead of simulating B (the same conclusion; PP64 vpp 2:
-49k tasks instead of 114k). Where tasks slow each other in every period, one run is enough
-too where the loop's whole state (what has ended, what runs, with its work left and what
-slows it, what waits on what) one period before the cut repeats at it
-(:func:`engine.periodic.period_of_state_s`): that run is B, whose cut has a steady period
-before it on every stage (A's period follows the warm-up), and A is simulated only where B
-does not prove it. One run costing at most half the full simulation, the shortcut is tried
-down to iterations of twice B's micro-batches.
+ZeRO-3 reductions per pass), A alone is enough (:func:`_one_run`): the loop's times are a
+max-plus recurrence up to the cut, and :func:`engine.periodic.period_in_run_s` compares the
+ends the rest waits on at A's cut and one period earlier (PP64 vpp 2: 49k tasks, not 114k).
+Where tasks slow each other in every period, one run (B) is enough where the loop's whole
+state one period before the cut repeats at it (:func:`engine.periodic.period_of_state_s`);
+A is simulated only where B does not prove it. The shortcut is tried down to iterations of
+twice B's micro-batches.
 
 The zero-bubble schedules ZB-H1, ZB-H2, ZB-V and interleaved ZB, DualPipeV and DualPipe
 (:data:`NAMED`) repeat too: in their steady phase each rank runs one micro-batch's passes (F, I,
@@ -37,17 +33,14 @@ with that period inserted), and the same proofs decide. Their transients last lo
 delayed W passes absorb a slower last stage's pace for several periods before its back
 pressure reaches stage 0), so more of them take the longer attempts.
 
-ZB-2p's order is a search on the priced pass times (``workload.zb_search``), run in whole
-microseconds as its code base runs it: once the search's state repeats after a round, every
-longer search is a shorter one with rounds inserted (``zb_search.settle``), so A's searched order
-is the iteration's with periods taken out and the cut is found on A's and B's orders; where the
-search settles later than the first A, the least A it allows is tried next, then the longer
-lengths left (the timeline's own transient can last ~1-3 pp micro-batches more). GPipe
-runs two phases whose stages keep paces of their own (:mod:`trainsim.steady_gpipe`).
-
-Where the period does not repeat within the truncated runs (a longer transient, contention
-that drifts) the check fails, longer runs are tried, and else :func:`steady_summary` returns
-None and the caller simulates every micro-batch. Small iterations are simulated in full.
+ZB-2p's order is a search on the priced pass times (``workload.zb_search``) in whole
+microseconds, as its code base runs it: once its state repeats after a round, every longer
+search is a shorter one with rounds inserted (``zb_search.settle``), so the cut is found on A's
+and B's orders; a search that settles later than the first A tries the least A it allows, then
+longer ones. GPipe runs two phases whose stages keep paces of their own
+(:mod:`trainsim.steady_gpipe`). Where no period repeats within the truncated runs, longer runs
+are tried, and else :func:`steady_summary` returns None and the caller simulates every
+micro-batch. Small iterations are simulated in full.
 """
 
 from __future__ import annotations
