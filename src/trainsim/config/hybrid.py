@@ -149,6 +149,12 @@ def check_hybrid_run(m: ModelConfig, p: ParallelConfig, t: TrainingConfig) -> No
         raise ConfigError("parallel.moe_overlap_ep_comm with model.hybrid_layer_pattern: "
                           "Megatron-core's combined 1F1B builds schedule plans for GPT models "
                           "only; turn it off")
+    if m.moe_latent_size and p.moe_shared_expert_overlap:
+        # moe_layer.py lines 476-486: "Shared expert overlap with MoE latent projections is not
+        # supported during training"
+        raise ConfigError("parallel.moe_shared_expert_overlap with model.moe_latent_size: "
+                          "Megatron-core refuses shared-expert overlap around latent "
+                          "projections in training; turn it off")
     if p.cpu_offloading_num_layers:
         raise ConfigError("parallel.cpu_offloading_num_layers with model.hybrid_layer_pattern "
                           "is not modelled; leave it at 0")

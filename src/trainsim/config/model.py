@@ -23,7 +23,7 @@ parameter layout lists every expert's tensors (fuzz: 2**53 experts ran out of me
 MOE_ONLY_FIELDS = ("moe_router_topk", "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size",
                    "moe_layer_freq", "moe_first_dense_layers", "moe_router_group_topk",
                    "moe_capacity_factor", "moe_pad_expert_input_to_capacity",
-                   "moe_token_imbalance")
+                   "moe_token_imbalance", "moe_latent_size")
 """Model fields that only an MoE model (``num_experts`` set) reads; ``moe_router`` is left out:
 a framework profile may pick its benchmark gate for every run."""
 
@@ -175,6 +175,12 @@ class ModelConfig:
     """Inner width of one routed expert; None = ffn_hidden_size."""
     moe_shared_expert_intermediate_size: int | None = None
     """Total inner width of the shared expert(s) every token goes through; None = none."""
+    moe_latent_size: int | None = None
+    """Latent MoE (Megatron-core ``moe_latent_size``; Nemotron 3 Super 1024): the routed
+    experts run on this width, between a ``fc1_latent_proj`` (h -> latent) before the dispatch
+    and a ``fc2_latent_proj`` (latent -> h) after the combine, both TP-duplicated; the router
+    and shared experts stay on h (NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/moe/
+    moe_layer.py lines 266-300 and 476-491, 591-593; experts.py 219, 241). None = none."""
     moe_layer_freq: int = 1
     """Every n-th layer (after the dense ones) is an MoE layer."""
     moe_first_dense_layers: int = 0
@@ -266,7 +272,12 @@ class ModelConfig:
                              moe_capacity_factor=self.moe_capacity_factor,
                              moe_router_group_topk=self.moe_router_group_topk,
                              moe_shared_expert_intermediate_size=(
-                                 self.moe_shared_expert_intermediate_size))
+                                 self.moe_shared_expert_intermediate_size),
+                             moe_latent_size=self.moe_latent_size)
+            if self.moe_latent_size is not None and self.hybrid_layer_pattern is None:
+                raise ConfigError(f"model.moe_latent_size={self.moe_latent_size} is priced in a "
+                                  "hybrid model's E layers (model.hybrid_layer_pattern) only; "
+                                  "leave it out")
             if self.num_experts > MAX_EXPERTS:
                 raise ConfigError(f"model.num_experts={self.num_experts} is out of range: at "
                                   f"most {MAX_EXPERTS:,} routed experts")
@@ -389,6 +400,12 @@ class ModelConfig:
     @property
     def expert_ffn_size(self) -> int:
         return self.moe_ffn_hidden_size or self.ffn_size
+
+    @property
+    def expert_input_size(self) -> int:
+        """Width the routed experts read and write and the dispatch carries:
+        ``moe_latent_size``, else ``hidden_size``."""
+        return self.moe_latent_size or self.hidden_size
 
     def is_moe_layer(self, index: int) -> bool:
         """Whether global layer ``index`` (0-based) has routed experts (a hybrid pattern's

@@ -304,9 +304,12 @@ def _moe_block_bytes(cfg: RunConfig) -> float:
     x = gemm_input_bytes(cfg)
     inner = _inner_bytes(cfg, m.expert_ffn_size / p.etp)
     out = tokens * h * 2 * 2 + tokens * (m.num_experts or 0) * 4  # norm + router in, probs
-    out += recv * p.etp * (x * h + inner + 4)  # expert inputs and inner tensors, probs
+    d = m.expert_input_size  # the experts' width: a latent MoE's latent
+    if m.moe_latent_size:  # fc1_latent_proj's input (the router's; under fp8 its own copy),
+        out += tokens * (h * (x if x != 2 else 0.0) + d * x)  # fc2_latent_proj's input
+    out += recv * p.etp * (x * d + inner + 4)  # expert inputs and inner tensors, probs
     if not _probs_in_expert(cfg):
-        out += recv * p.etp * 2 * h  # the combine's weighted copies of the expert outputs
+        out += recv * p.etp * 2 * d  # the combine's weighted copies of the expert outputs
     if m.moe_shared_expert_intermediate_size:
         shared = m.moe_shared_expert_intermediate_size
         sp = p.tp if p.sequence_parallel else 1

@@ -59,15 +59,31 @@ def layer_norms(m: ModelConfig) -> int:
     return 4 if m.post_sublayer_norm else 2
 
 
+def expert_mlp_params(m: ModelConfig) -> int:
+    """One routed expert: an MLP of inner ``expert_ffn_size`` on ``expert_input_size`` (the
+    latent width of a latent MoE, Megatron-core experts.py lines 219, 241)."""
+    d, f = m.expert_input_size, m.expert_ffn_size
+    mats = 3 if m.activation == "swiglu" else 2
+    return mats * d * f + (((mats - 1) * f + d) if m.mlp_bias else 0)
+
+
+def latent_proj_params(m: ModelConfig) -> int:
+    """A latent MoE's ``fc1_latent_proj`` (h -> latent) and ``fc2_latent_proj`` (latent -> h),
+    biased with the linears (moe_layer.py lines 266-300); 0 without one."""
+    d, h = m.moe_latent_size, m.hidden_size
+    return 2 * h * d + ((d + h) if m.mlp_bias else 0) if d else 0
+
+
 def expert_params(m: ModelConfig) -> int:
     """Routed-expert parameters of one MoE layer (all experts)."""
-    return (m.num_experts or 0) * mlp_params(m, m.expert_ffn_size)
+    return (m.num_experts or 0) * expert_mlp_params(m)
 
 
 def moe_dense_params(m: ModelConfig) -> int:
-    """Non-expert parameters of an MoE block: router and shared expert(s)."""
+    """Non-expert parameters of an MoE block: router, shared expert(s), latent projections."""
     shared = m.moe_shared_expert_intermediate_size
-    return m.hidden_size * (m.num_experts or 0) + (mlp_params(m, shared) if shared else 0)
+    return m.hidden_size * (m.num_experts or 0) + (mlp_params(m, shared) if shared else 0) \
+        + latent_proj_params(m)
 
 
 def qk_norm_params(m: ModelConfig) -> int:
@@ -208,7 +224,15 @@ def _hybrid_tensor_kinds(m: ModelConfig, index: int) -> list[tuple[int, bool, bo
     out.append((h * (m.num_experts or 0), False, False))
     if m.moe_shared_expert_intermediate_size:
         out += mlp(m.moe_shared_expert_intermediate_size, False)
-    return out + mlp(m.expert_ffn_size, True) * (m.num_experts or 0)
+    d, f = m.expert_input_size, m.expert_ffn_size
+    if m.moe_latent_size:  # fc1_latent_proj, fc2_latent_proj (and their biases)
+        out += [(h * d, False, True), (d * h, False, True)]
+        if m.mlp_bias:
+            out += [(d, False, False), (h, False, False)]
+    expert = [((mats - 1) * d * f, True, True), (f * d, True, True)]
+    if m.mlp_bias:
+        expert += [((mats - 1) * f, True, False), (d, True, False)]
+    return out + expert * (m.num_experts or 0)
 
 
 def _hybrid_matmul_params(m: ModelConfig, index: int) -> int:
@@ -223,7 +247,8 @@ def _hybrid_matmul_params(m: ModelConfig, index: int) -> int:
     if symbol == MLP:
         return mats * h * m.ffn_size
     return h * (m.num_experts or 0) + mats * h * (m.moe_shared_expert_intermediate_size or 0) \
-        + m.moe_router_topk * mats * h * m.expert_ffn_size
+        + 2 * h * (m.moe_latent_size or 0) \
+        + m.moe_router_topk * mats * m.expert_input_size * m.expert_ffn_size
 
 
 def _hybrid_mixer_work(m: ModelConfig, seq_length: int, index: int) -> float:
@@ -261,7 +286,7 @@ def total_params(m: ModelConfig) -> int:
 def active_params(m: ModelConfig) -> int:
     """Parameters one token passes through (routed experts: only its top-k)."""
     moe_layers = m.num_moe_layers + (m.mtp_num_layers if m.is_moe_layer(m.num_layers - 1) else 0)
-    idle = expert_params(m) - m.moe_router_topk * mlp_params(m, m.expert_ffn_size)
+    idle = expert_params(m) - m.moe_router_topk * expert_mlp_params(m)
     return total_params(m) - moe_layers * idle
 
 
@@ -388,7 +413,8 @@ def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...],
     h = m.hidden_size
     mats = 3 if m.activation == "swiglu" else 2
     shared = mats * h * (m.moe_shared_expert_intermediate_size or 0)
-    moe = h * (m.num_experts or 0) + m.moe_router_topk * mats * h * m.expert_ffn_size
+    moe = h * (m.num_experts or 0) + 2 * h * (m.moe_latent_size or 0) + \
+        m.moe_router_topk * mats * m.expert_input_size * m.expert_ffn_size
     up = 0
     if m.is_mla and "mla_up_proj" in modules:
         heads = m.num_attention_heads

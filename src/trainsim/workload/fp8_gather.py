@@ -145,6 +145,11 @@ def fp8_weight_shapes(cfg: RunConfig, index: int) -> list[tuple[int, int, float,
         return out + mlp(m.ffn_size, tp, 1.0, False)
     if m.moe_shared_expert_intermediate_size:
         out += mlp(m.moe_shared_expert_intermediate_size, tp, 1.0, False)
+    d = m.moe_latent_size
+    if d:  # the latent projections (TP-duplicated), the experts on the latent width
+        out += [(d, h, 1.0, False), (h, d, 1.0, False)]
+        f, experts = cut(m.expert_ffn_size, p.etp), (m.num_experts or 0) / p.ep
+        return out + [(cut(gates * m.expert_ffn_size, p.etp), d, experts, True), (d, f, experts, True)]
     return out + mlp(m.expert_ffn_size, p.etp, (m.num_experts or 0) / p.ep, True)
 
 

@@ -62,7 +62,8 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     m, p = cfg.model, cfg.parallel
     impl = grouped_gemm_impl(cfg) if grouped is None else grouped
     ragged = not m.moe_padded_to_capacity
-    h, k, E = m.hidden_size, m.moe_router_topk, m.num_experts or 1
+    k, E = m.moe_router_topk, m.num_experts or 1
+    h = m.expert_input_size  # what the dispatch carries: a latent MoE's latent width
     tokens = sh.norm_tokens  # tokens this rank routes (s/t under SP)
     shared = _shared_experts(cfg, sh)
     # Megatron-core's SharedExpertMLP on its side stream (core_v0.16.0 token_dispatcher.py
@@ -74,6 +75,8 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     beside = shared is not None and p.moe_token_dispatcher_type == "alltoall" \
         and shared_expert_overlap(cfg)
     ops.extend(moe_router.router_ops(cfg, tokens, MOE_KERNELS["router"]))
+    if m.moe_latent_size:  # preprocess: h -> latent on the rank's own tokens, before the permute
+        latent_proj(ops, sh, "moe_fc1_latent", tokens, h, m.hidden_size)
     routed = tokens * k  # token copies leaving this rank
     dispatcher = p.moe_token_dispatcher_type
     local = E // p.ep
@@ -198,8 +201,19 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         ops.extend(api_combine_after)
     if disp.permute_before_exchange(dispatcher):
         ops.extend(unpermute_ops)
+    if m.moe_latent_size:  # postprocess: latent -> h after the combine, before the shared add
+        latent_proj(ops, sh, "moe_fc2_latent", tokens, m.hidden_size, h)
     if shared is not None and not beside:
         ops.extend(shared[0] + shared[1] + shared[2] + shared[3])
+
+
+def latent_proj(ops: list[Op], sh: Shard, name: str, tokens: int, n: int, k: int) -> None:
+    """A latent MoE's ``fc1_latent_proj`` / ``fc2_latent_proj``: a TELinear with
+    ``parallel_mode="duplicated"`` (NVIDIA/Megatron-LM@d98e8a64 moe_layer.py lines 266-300):
+    whole weights on every TP rank, applied to the rank's own tokens (under SP its s/t), no TP
+    collective; ``preprocess`` runs fc1 before ``dispatch_preprocess`` (lines 489-491),
+    ``postprocess`` fc2 after ``combine_postprocess`` (lines 591-593)."""
+    linear(ops, sh, name, tokens, n, k)
 
 
 def _shared_experts(cfg: RunConfig, sh: Shard) -> tuple[list[Comm], list[Op], list[Op],

@@ -225,7 +225,7 @@ def hybridep_api_ops(cfg: RunConfig, tokens: int, phase: str, permute: bool = Tr
     per rank written into the buffer; ``combine_preprocess``, ``unpermute_launcher``), or the
     plain API's copy into the buffer; the combine kernel writes its output itself."""
     m, p, c = cfg.model, cfg.parallel, cfg.cluster
-    h, experts = m.hidden_size, m.num_experts or 1
+    h, experts = m.expert_input_size, m.num_experts or 1
     ranks = p.ep * p.etp
     recv = tokens * destination_ranks(cfg)  # a copy per destination rank, by symmetry
     local = experts // p.ep

@@ -75,7 +75,7 @@ def unfused_ops(cfg: RunConfig, dispatcher: str, tokens: int, routed: int, sort_
     if m.moe_padded_to_capacity:
         raise ConfigError("parallel.moe_permute_fusion=false with experts padded to capacity "
                           "(moe_utils.py drop_and_pad's argsort path) is not modelled")
-    h, E = m.hidden_size, m.num_experts or 1
+    h, E = m.expert_input_size, m.num_experts or 1
     permute_probs = dispatcher in ("alltoall", "deepep")
     unpermute_probs = dispatcher == "alltoall"
     map_t = tokens * E * 2  # the bool routing map read and written transposed
