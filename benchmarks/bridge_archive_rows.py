@@ -16,10 +16,10 @@ empty: the tool chooses what the framework leaves to its user).  The model shape
 public file's own row of that model.
 
 Iteration time = GBS x sequence length / (tokens/s/GPU x GPUs).  Rows the tool cannot express are
-left out with the reason (``left_out()``): NVFP4 precision, Kimi-K2 (Muon optimizer), Nemotron 3
-Super (latent MoE and a hybrid MTP pattern).  Nemotron 3 Nano's rows (hybrid Mamba-2 / attention /
-MoE, the preset nemotron-3-nano-30b-a3b) are written by ``--hybrid`` to a file of their own
-(benchmarks/training_nemotron3.csv).  ``TABLE`` is typed from the archive (one line
+left out with the reason (``left_out()``): NVFP4 precision, Kimi-K2 (Muon optimizer).  Nemotron 3
+Nano's and Nemotron 3 Super's rows (hybrid Mamba-2 / attention / MoE, the presets
+nemotron-3-nano-30b-a3b and nemotron-3-super-120b-a12b: latent MoE, two '*E' MTP depths) are
+written by ``--hybrid`` to a file of their own (benchmarks/training_nemotron3.csv).  ``TABLE`` is typed from the archive (one line
 per table row: its line number, section, system, then the table's cells; '-' where the section's
 table has no such column; footnote marks dropped); ``--check`` re-reads every pre-training row of
 the three sections from the mirror (``$TRAINSIM_MIRRORS``, default /work/.mirror) and fails on any
@@ -210,11 +210,10 @@ SHAPE = ("model", "hidden_size", "num_layers", "num_attention_heads", "num_kv_he
          "moe_ffn_hidden_size")
 MUON = ("Muon optimizer (the table's footnote): training.optimizer is one of adam, lamb, sgd "
         "(the kimi-k2 preset exists; its optimizer step does not)")
-MAMBA_SUPER = ("hybrid Mamba-2 / attention / latent-MoE layers with MTP: latent MoE "
-               "(moe_latent_size) and a hybrid MTP pattern are not modelled")
 NVFP4 = "NVFP4: \"training.dtype='nvfp4' is not one of ['fp16', 'bf16', 'fp8']\""
-UNEXPRESSIBLE = {"Kimi_K2": MUON, "Nemotron_3_Super": MAMBA_SUPER}
-HYBRID = {"Nemotron_3_Nano": "nemotron-3-nano-30b-a3b"}
+UNEXPRESSIBLE = {"Kimi_K2": MUON}
+HYBRID = {"Nemotron_3_Nano": "nemotron-3-nano-30b-a3b",
+          "Nemotron_3_Super": "nemotron-3-super-120b-a12b"}
 """Hybrid models whose rows ``--hybrid`` writes (the model cell a preset; no shape cells)."""
 # table precision -> (dtype, fp8_recipe); 'FP8' alone: the profile's recipe (current scaling
 # since 25.11, megatron-bridge.yaml), left empty as the public and held-out rows of 26.x leave it

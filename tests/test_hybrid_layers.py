@@ -162,8 +162,7 @@ def test_hub_config_reads_as_the_preset(tmp_path):
 
 
 @pytest.mark.parametrize("change,match", [
-    ({"moe_latent_size": 1024}, "latent MoE"),
-    ({"num_nextn_predict_layers": 1}, "multi-token-prediction"),
+    ({"num_nextn_predict_layers": 1}, "mtp_hybrid_override_pattern"),
     ({"hybrid_override_pattern": "M*X"}, "'X'"),
     ({"use_conv_bias": False}, "conv1d bias"),
     ({"mamba_num_heads": 60}, "mamba_num_groups=8 must divide"),

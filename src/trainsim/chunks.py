@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.config.cached import cached
-from trainsim.config.hybrid import layer_kind, routed
+from trainsim.config.hybrid import layer_kind, mtp_layer_indices, routed
 from trainsim.ep_pairs import MoeSides, Side, chunk_exposed, dense_sides, moe_sides, with_exposed
 from trainsim.memory.offload import OFFLOAD_WAIT, copy_stalls
 from trainsim.pricing import Priced, Pricer, interned, join
@@ -124,7 +124,7 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     kind_of = [kind(i) for i in range(m.num_layers)]  # each layer's kind, read once
     for k in sorted(set(kind_of)):
         price_kind(k)
-    last_kind = kind(m.num_layers - 1)
+    mtp_kinds = [kind(i) for i in mtp_layer_indices(m)]  # one MTP depth's layers
     hf = head_forward(cfg, sh)
     hb = head_backward(cfg, sh, hf)
     head_f, head_b = pricer.price(hf), pricer.price(hb)
@@ -134,17 +134,20 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     if m.mtp_num_layers:  # DeepSeek-V3 MTP: per module a 2h->h projection, a layer and a head
         # recomputed (eh_proj and layer) only as cfg.mtp_recomputed says, not with the last layer
         redo = cfg.mtp_recomputed
-        last = last_kind = (*last_kind[:2], redo)
-        if last not in layer_b:
-            price_kind(last)
+        mtp_kinds = [(*k[:2], redo) for k in mtp_kinds]  # a hybrid depth: its '/' part's
+        for k in mtp_kinds:
+            if k not in layer_b:
+                price_kind(k)
+        depth_f = sum((layer_f[k] for k in mtp_kinds[1:]), layer_f[mtp_kinds[0]])
+        depth_b = sum((layer_b[k] for k in reversed(mtp_kinds[:-1])), layer_b[mtp_kinds[-1]])
         proj, proj_b = mtp_eh_proj(cfg, sh)  # column-parallel, its output gathered
         # its embedding lookup, enorm, hnorm and concat before the projection (head.py)
         mtp_in = mtp_input_forward(cfg, sh)
         redo_in = [op for op in mtp_in if op.name.startswith("mtp_")] if redo else []
-        mtp_f = pricer.price(mtp_in + proj) + layer_f[last] + head_f
+        mtp_f = pricer.price(mtp_in + proj) + depth_f + head_f
 
         def mtp_b(again: bool) -> Priced:  # again: another lookup's table gradient on the rank
-            return head_b + layer_b[last] + pricer.price(
+            return head_b + depth_b + pricer.price(
                 redo_in + (proj if redo else []) + proj_b + mtp_input_backward(cfg, sh, again))
         head_f = head_f + mtp_f * m.mtp_num_layers
         first_b = mtp_b(False)  # each later depth: the same table again (head.py)
@@ -215,7 +218,7 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         pair_sides: tuple = ()
         if paired:  # the chunk's forward beside its own backward: each step's exposed time on
             # the backward layer it pops (the MTP layers, popped first, in the head's backward)
-            mtp = [last_kind] * (m.mtp_num_layers or 0) if last else []
+            mtp = mtp_kinds * (m.mtp_num_layers or 0) if last else []
             pair_sides = tuple(sides[k] for k in kinds + mtp)
             steps = chunk_exposed(pair_sides, pair_sides, pricer.sm_share["ep"],
                                   pricer.ep_gemm_share)

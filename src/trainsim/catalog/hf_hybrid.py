@@ -15,7 +15,10 @@ router of ``n_routed_experts x hidden_size`` (lines 715-765), one ``NemotronHRMS
 block and ``norm_f``. Megatron-Bridge maps the same names (NVIDIA-NeMo/Megatron-Bridge@067f987d
 src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py ``CONFIG_MAPPING``: ``n_groups`` ->
 ``mamba_num_groups``, ``ssm_state_size`` -> ``mamba_state_dim``, ``chunk_size`` ->
-``mamba_chunk_size``, ``hybrid_override_pattern`` -> ``hybrid_layer_pattern``).
+``mamba_chunk_size``, ``hybrid_override_pattern`` -> ``hybrid_layer_pattern``; lines 282-326:
+``moe_latent_size`` as it is, ``num_nextn_predict_layers`` MTP depths of
+``mtp_hybrid_override_pattern``'s layers, which trainsim writes as Megatron-core's unified
+pattern, ``<main>/<mtp>/<mtp>...``).
 """
 
 from __future__ import annotations
@@ -40,8 +43,6 @@ LEGACY_NAMES = {"mamba_n_groups": "n_groups", "mamba_d_conv": "conv_kernel",
                 "mamba_chunk_size": "chunk_size"}
 """Older spellings ``NemotronHConfig.__post_init__`` still takes."""
 REFUSED = {
-    "moe_latent_size": "latent MoE (experts on a down-projected width; Nemotron 3 Super)",
-    "num_nextn_predict_layers": "multi-token-prediction layers of their own pattern",
     "sliding_window": "sliding-window attention layers",
     "use_bias": "biases on the Mamba projections (Megatron-core's MambaMixer asserts none)",
 }
@@ -67,6 +68,12 @@ def hybrid_model(cfg: dict[str, Any], where: str) -> ModelConfig:
                           "conv1d bias (trainsim counts one)")
     get = lambda key: cfg[key] if cfg.get(key) is not None else DEFAULTS.get(key)
     pattern = _pattern(cfg, where)
+    depths = cfg.get("num_nextn_predict_layers") or 0
+    if depths:  # Megatron-Bridge's nemotron_h_bridge.py lines 282-326: the MTP depths' layers
+        mtp = cfg.get("mtp_hybrid_override_pattern")
+        if not isinstance(mtp, str) or not mtp or set(mtp) - set("M*-E"):
+            raise ConfigError(f"{where}: num_nextn_predict_layers={depths!r} needs "
+                              "mtp_hybrid_override_pattern (M * - E, one per MTP layer)")
     experts = "E" in pattern
     if experts and cfg.get("n_group") not in (None, 1):
         raise ConfigError(f"{where}: n_group={cfg['n_group']!r} limits each token's experts to "
@@ -87,7 +94,8 @@ def hybrid_model(cfg: dict[str, Any], where: str) -> ModelConfig:
         add_mlp_bias=mlp_bias,
         attention_dropout=cfg.get("attention_dropout") or 0.0,
         hidden_dropout=cfg.get("hidden_dropout") or 0.0,
-        hybrid_layer_pattern=pattern,
+        hybrid_layer_pattern=pattern + ("/" + cfg["mtp_hybrid_override_pattern"]) * depths
+        if depths else pattern, mtp_num_layers=depths,
         mamba_num_heads=get("mamba_num_heads"), mamba_head_dim=get("mamba_head_dim"),
         mamba_state_dim=get("ssm_state_size"), mamba_num_groups=get("n_groups"),
         mamba_conv_kernel=get("conv_kernel"), mamba_chunk_size=get("chunk_size"))
@@ -96,7 +104,8 @@ def hybrid_model(cfg: dict[str, Any], where: str) -> ModelConfig:
                       moe_router_topk=get("num_experts_per_tok"),
                       moe_ffn_hidden_size=get("moe_intermediate_size"),
                       moe_shared_expert_intermediate_size=get(
-                          "moe_shared_expert_intermediate_size"))
+                          "moe_shared_expert_intermediate_size"),
+                      moe_latent_size=cfg.get("moe_latent_size"))
     if "M" not in pattern:  # the Mamba fields are read only with Mamba layers
         for key in [k for k in fields if k.startswith("mamba_")]:
             del fields[key]

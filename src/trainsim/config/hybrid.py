@@ -25,12 +25,15 @@ if TYPE_CHECKING:
 
 MAMBA, ATTENTION, MLP, MOE = "M", "*", "-", "E"
 SYMBOLS = (MAMBA, ATTENTION, MLP, MOE)
+MTP_SEPARATOR = "/"
+"""Megatron-core's ``Symbols.MTP_SEPARATOR`` (hybrid_layer_allocation.py lines 25, 45-71,
+201-250): ``"<main>/<mtp>/<mtp>..."``, each part after the main pattern one MTP depth's layers,
+all alike (Nemotron 3 Super: ``.../*E/*E``, an attention and an MoE layer per depth)."""
 NOT_MODELLED = {"G": "a Gated DeltaNet layer", "D": "a DeepSeek sparse-attention layer",
                 "+": "a multi-head latent attention layer",
-                "|": "a pipeline-stage boundary (give parallel.pipeline_layout instead)",
-                "/": "multi-token-prediction layers"}
-"""Megatron-core's other pattern symbols (``Symbols.GDN``, ``DS_ATTENTION``, ``MLA``, ``PIPE``,
-``MTP_SEPARATOR``): refused by name, not read as something else."""
+                "|": "a pipeline-stage boundary (give parallel.pipeline_layout instead)"}
+"""Megatron-core's other pattern symbols (``Symbols.GDN``, ``DS_ATTENTION``, ``MLA``,
+``PIPE``): refused by name, not read as something else."""
 
 MAMBA_ONLY_FIELDS = ("mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups",
                      "mamba_conv_kernel", "mamba_chunk_size")
@@ -51,14 +54,27 @@ def check_hybrid(m: ModelConfig, defaults: dict[str, object]) -> None:
                               "the model has no hybrid_layer_pattern; set one (M for a Mamba "
                               "layer) or leave it out")
         return
-    bad = sorted({c for c in p if c not in SYMBOLS})
+    parts = p.split(MTP_SEPARATOR)
+    bad = sorted({c for c in p if c not in SYMBOLS + (MTP_SEPARATOR,)})
     if bad:
         why = NOT_MODELLED.get(bad[0], "not a layer symbol")
         raise ConfigError(f"model.hybrid_layer_pattern holds {bad[0]!r} ({why}); trainsim reads "
                           "M (Mamba-2), * (attention), - (MLP) and E (MoE), one per layer")
-    if len(p) != m.num_layers:
-        raise ConfigError(f"model.hybrid_layer_pattern has {len(p)} layers but model.num_layers="
-                          f"{m.num_layers}; give one symbol per layer")
+    if len(parts[0]) != m.num_layers:
+        raise ConfigError(f"model.hybrid_layer_pattern has {len(parts[0])} layers but "
+                          f"model.num_layers={m.num_layers}; give one symbol per layer")
+    if len(parts) > 1 and (len(set(parts[1:])) != 1 or not parts[1]):
+        raise ConfigError("model.hybrid_layer_pattern's MTP depths (the parts after '/') must "
+                          "be alike and not empty (Megatron-core's parse_hybrid_pattern)")
+    if len(parts) - 1 != m.mtp_num_layers:
+        raise ConfigError(f"model.mtp_num_layers={m.mtp_num_layers} but "
+                          f"model.hybrid_layer_pattern has {len(parts) - 1} MTP depths ('/' "
+                          "parts); give one '/<layers>' per depth")
+    missing = sorted({c for c in parts[-1] if c not in parts[0]}) if len(parts) > 1 else []
+    if missing:
+        raise ConfigError(f"model.hybrid_layer_pattern's MTP layers hold {missing[0]!r}, which "
+                          "the main pattern does not; trainsim prices an MTP layer as a main "
+                          "layer of its symbol")
     if (MOE in p) != (m.num_experts is not None):
         raise ConfigError("model.hybrid_layer_pattern has E (MoE) layers but model.num_experts "
                           "is not set" if MOE in p else
@@ -73,10 +89,6 @@ def check_hybrid(m: ModelConfig, defaults: dict[str, object]) -> None:
                           "(Megatron-core's hybrid layers); model.parallel_block, "
                           "model.post_sublayer_norm and latent attention (model.kv_lora_rank) "
                           "do not apply: leave them out")
-    if m.mtp_num_layers:
-        raise ConfigError("model.mtp_num_layers with model.hybrid_layer_pattern: a hybrid "
-                          "model's prediction modules have their own pattern (Megatron-core's "
-                          "'/' part), which trainsim does not read")
     if MAMBA not in p:
         if given:
             raise ConfigError(f"model.{given[0]} is a Mamba setting but "
@@ -100,6 +112,22 @@ def mamba_heads(m: ModelConfig) -> int:
     if m.mamba_num_heads is not None:
         return m.mamba_num_heads
     return 2 * m.hidden_size // m.mamba_head_dim
+
+
+def mtp_layer_indices(m: ModelConfig) -> tuple[int, ...]:
+    """Main layers like one MTP depth's layers, in order: for a hybrid pattern's ``/`` part
+    the first main layer of each of its symbols (a hybrid layer is its symbol), else the last
+    layer (DeepSeek-V3's MTP module: a transformer layer like the last)."""
+    p = m.hybrid_layer_pattern
+    if p is None or MTP_SEPARATOR not in p:
+        return (m.num_layers - 1,)
+    main, depth = p.split(MTP_SEPARATOR)[:2]
+    return tuple(main.index(c) for c in depth)
+
+
+def main_pattern(m: ModelConfig) -> str:
+    """The decoder's symbols (the pattern before any ``/``); "" without a pattern."""
+    return (m.hybrid_layer_pattern or "").split(MTP_SEPARATOR)[0]
 
 
 def layer_symbol(m: ModelConfig, index: int) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
-from trainsim.config.hybrid import layer_kind
+from trainsim.config.hybrid import layer_kind, main_pattern, mtp_layer_indices
 from trainsim.memory import params
 from trainsim.memory.allocator import context_bytes, freed_logits_hole, reserved_bytes
 from trainsim.memory.free_of import cache_clear as free_of_clear
@@ -164,8 +164,8 @@ def _activations(cfg: RunConfig, stage: int) -> float:
     else:
         chunk_bytes = [sum(layer_bytes(i) for i in ranges[v] if i not in gone) for v in held]
     if len(ranges) - 1 in held and m.mtp_num_layers:  # MTP depths follow the last layers
-        chunk_bytes[held.index(len(ranges) - 1)] += m.mtp_num_layers * layer_bytes(
-            m.num_layers - 1) + mtp_head_bytes(cfg, gemm_input_bytes(cfg))  # memory.mtp
+        chunk_bytes[held.index(len(ranges) - 1)] += m.mtp_num_layers * sum(
+            layer_bytes(i) for i in mtp_layer_indices(m)) + mtp_head_bytes(cfg, gemm_input_bytes(cfg))  # memory.mtp
     if len(ranges) - 1 in held:  # the head, which no layer checkpoint covers: the final norm
         # keeps its 16-bit input and the output GEMM its 16-bit input (the norm's output; under
         # sequence parallelism Megatron's linear saves the sharded input and gathers it again
@@ -274,7 +274,7 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
         layer = activation_bytes_per_layer(cfg, recompute="none", moe=m.is_moe) \
             if m.hybrid_layer_pattern is None else \
             max(activation_bytes_per_layer(cfg, recompute="none", moe=k)
-                for k in sorted(set(m.hybrid_layer_pattern)))  # the largest kind's
+                for k in sorted(set(main_pattern(m))))  # the largest kind's
         temps.append(("recomputed layer", layer))
     if profile_supports(cfg, "cp_sdpa_ring"):  # torch's ring attention: memory.ring_attention
         sp = p.tp if p.sequence_parallel else 1  # the norm's and the QKV GEMM's inputs

@@ -7,6 +7,7 @@ and, for routed experts, over expert x expert-tensor parallelism. Split out of
 from __future__ import annotations
 
 from trainsim.config import ModelConfig, RunConfig
+from trainsim.config.hybrid import mtp_layer_indices
 from trainsim.model.counts import (
     embedding_params,
     layer_expert_params,
@@ -115,7 +116,8 @@ def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
             # models/common/embeddings/language_model_embedding.py, the same)
             dense += m.max_position_embeddings * m.hidden_size * (p.tp - 1)
     if holds_last_chunk(cfg, stage):
-        mtp_experts = m.mtp_num_layers * layer_expert_params(m, m.num_layers - 1)  # head, MTP
+        mtp_experts = m.mtp_num_layers * sum(  # head, MTP
+            layer_expert_params(m, i) for i in mtp_layer_indices(m))
         experts += mtp_experts
         dense += (output_layer_params(m) + (0 if m.tied_embeddings else pad) + mtp_params(m)
                   - mtp_experts)
@@ -134,7 +136,8 @@ def stage_layer_params(cfg: RunConfig, stage: int) -> float:
     m, p = cfg.model, cfg.parallel
     dense, experts = _stage_layer_split(cfg, stage)
     if m.mtp_num_layers and holds_last_chunk(cfg, stage):
-        mtp_experts = m.mtp_num_layers * layer_expert_params(m, m.num_layers - 1)
+        mtp_experts = m.mtp_num_layers * sum(layer_expert_params(m, i)
+                                             for i in mtp_layer_indices(m))
         dense, experts = dense + mtp_params(m) - mtp_experts, experts + mtp_experts
     return dense / p.tp + experts / (p.ep * p.etp)
 

@@ -7,7 +7,7 @@ s sequence length, V vocabulary, a heads; plus d head width, g KV heads (GQA), f
 from __future__ import annotations
 
 from trainsim.config import ModelConfig, RunConfig
-from trainsim.config.hybrid import ATTENTION, MAMBA, MLP, layer_symbol
+from trainsim.config.hybrid import ATTENTION, MAMBA, MLP, layer_symbol, mtp_layer_indices
 from trainsim.model import mamba
 
 
@@ -274,7 +274,8 @@ def output_layer_params(m: ModelConfig) -> int:
 def mtp_params(m: ModelConfig) -> int:
     """Multi-token-prediction modules (DeepSeek-V3 §2.2): a transformer layer like the last one,
     a 2h -> h projection and two RMSNorms each; embedding and output head are shared."""
-    per = layer_params(m, m.num_layers - 1) + 2 * m.hidden_size * m.hidden_size + 2 * norm_params(m)
+    per = sum(layer_params(m, i) for i in mtp_layer_indices(m)) + \
+        2 * m.hidden_size * m.hidden_size + 2 * norm_params(m)
     return m.mtp_num_layers * per
 
 
@@ -285,7 +286,8 @@ def total_params(m: ModelConfig) -> int:
 
 def active_params(m: ModelConfig) -> int:
     """Parameters one token passes through (routed experts: only its top-k)."""
-    moe_layers = m.num_moe_layers + (m.mtp_num_layers if m.is_moe_layer(m.num_layers - 1) else 0)
+    moe_layers = m.num_moe_layers + m.mtp_num_layers * sum(
+        m.is_moe_layer(i) for i in mtp_layer_indices(m))
     idle = expert_params(m) - m.moe_router_topk * expert_mlp_params(m)
     return total_params(m) - moe_layers * idle
 
@@ -294,8 +296,11 @@ def _matmul_params(m: ModelConfig) -> int:
     """Parameters that take part in a matmul per token: the layers' matrices (for MoE layers
     the router, shared experts and top-k routed experts) plus the logit layer."""
     h = m.hidden_size
-    if m.hybrid_layer_pattern is not None:  # no MTP with a pattern (config.hybrid)
-        return sum(_hybrid_matmul_params(m, i) for i in range(m.num_layers)) + m.vocab_size * h
+    if m.hybrid_layer_pattern is not None:  # MTP depths: their layers, eh_proj, the head
+        per_mtp = sum(_hybrid_matmul_params(m, i) for i in mtp_layer_indices(m)) + \
+            2 * h * h + m.vocab_size * h
+        return sum(_hybrid_matmul_params(m, i) for i in range(m.num_layers)) + \
+            m.vocab_size * h + m.mtp_num_layers * per_mtp
     mats = 3 if m.activation == "swiglu" else 2
     attn = attention_matrices(m)
     dense = mats * h * m.ffn_size
@@ -311,8 +316,9 @@ def _attention_work(m: ModelConfig, seq_length: int) -> int:
     """Score (QK^T) plus context (AV) matmul width times the keys each query sees, summed over
     layers: 2 l a d s for MHA/GQA; a windowed layer sees min(s, window) keys. MTP modules
     repeat the last layer."""
-    if m.hybrid_layer_pattern is not None:  # attention layers only, no MTP (config.hybrid)
-        return (m.qk_dim + m.v_dim) * sum(_span(m, seq_length, i) for i in range(m.num_layers)
+    if m.hybrid_layer_pattern is not None:  # attention layers only (the MTP depths' too)
+        layers = [*range(m.num_layers), *mtp_layer_indices(m) * m.mtp_num_layers]
+        return (m.qk_dim + m.v_dim) * sum(_span(m, seq_length, i) for i in layers
                                           if layer_symbol(m, i) == ATTENTION)
     spans = sum(_span(m, seq_length, i) for i in range(m.num_layers)) + \
         m.mtp_num_layers * _span(m, seq_length, m.num_layers - 1)
@@ -358,8 +364,9 @@ def model_flops_per_token(m: ModelConfig, seq_length: int) -> float:
     if len(_MODEL_FLOPS) >= 256:
         _MODEL_FLOPS.clear()
     if m.hybrid_layer_pattern is not None:  # the attention cores and the SSD scans
+        layers = [*range(m.num_layers), *mtp_layer_indices(m) * m.mtp_num_layers]
         out = 6.0 * _matmul_params(m) + 3.0 * sum(
-            _hybrid_mixer_work(m, seq_length, i) for i in range(m.num_layers))
+            _hybrid_mixer_work(m, seq_length, i) for i in layers)
     else:
         out = 6.0 * _matmul_params(m) + 6.0 * _attention_work(m, seq_length)
     _MODEL_FLOPS[(id(m), seq_length)] = (m, out)
@@ -429,7 +436,8 @@ def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...],
         # a selected shared_experts checkpoint nested in moe's re-runs twice (recompute.py)
         return up + (moe if "moe" in modules else 0) + \
             shared * (("moe" in modules) + ("shared_experts" in modules))
-    return sum(layer(i) for i in range(m.num_layers)) + m.mtp_num_layers * layer(m.num_layers - 1)
+    return sum(layer(i) for i in range(m.num_layers)) + \
+        m.mtp_num_layers * sum(layer(i) for i in mtp_layer_indices(m))
 
 
 def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: bool = False,
@@ -462,7 +470,8 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
         redo = cfg.recomputed_layers
         full = sum(_layer_forward_flops(m, s, i) for i in redo)
         if cfg.mtp_recomputed:  # the MTP layer and its eh_proj (2h -> h)
-            full += m.mtp_num_layers * (_layer_forward_flops(m, s, m.num_layers - 1) +
+            full += m.mtp_num_layers * (sum(_layer_forward_flops(m, s, i)
+                                            for i in mtp_layer_indices(m)) +
                                         2.0 * 2 * m.hidden_size * m.hidden_size)
     modules = cfg.parallel.recompute_modules or ("core_attn",)
     rerun = (cfg.training.attention in SCORES_IN_MEMORY or checkpointed_fused_attention) and \

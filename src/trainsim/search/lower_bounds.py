@@ -13,6 +13,7 @@ from typing import Any
 
 from trainsim.compute.roofline import gemm_rate
 from trainsim.config import ParallelConfig
+from trainsim.config.hybrid import main_pattern
 from trainsim.search.layout_costs import (
     BoundShape,
     after_passes,
@@ -97,9 +98,9 @@ def _hybrid_flops(key: MemoryKey, base: Base, tokens: float, head: float, n_micr
     params = {MAMBA: h * in_proj_width(m) + inner(m) * h if MAMBA in m.hybrid_layer_pattern
               else 0,
               ATTENTION: h * (m.q_size + 2 * m.kv_size) + m.q_size * h, MLP: mats * h * m.ffn_size,
-              MOE: m.moe_router_topk * mats * h * (m.moe_ffn_hidden_size or m.ffn_size)}
+              MOE: m.moe_router_topk * mats * m.expert_input_size * m.expert_ffn_size}
     per_param = (8.0 if key.recompute == "full" else 6.0) * tokens / key.tp
-    layers = sum(params[k] for k in m.hybrid_layer_pattern) * per_param
+    layers = sum(params[k] for k in main_pattern(m)) * per_param  # MTP depths left out
     return n_micro * (layers + head) / key.pp
 
 
@@ -156,7 +157,7 @@ class Bounds:
 
     def __init__(self, base: Base) -> None:
         self.base = base
-        pattern = base.model.hybrid_layer_pattern
+        pattern = main_pattern(base.model) if base.model.hybrid_layer_pattern else None
         # the layer kinds _kinds_of counts per virtual stage, in this order (hsearch51)
         self._order: tuple[Any, ...] = tuple(sorted(set(pattern))) if pattern else (False, True)
         self._passes: dict[tuple, tuple[dict[bool, float], float, float]] = {}
@@ -544,7 +545,8 @@ class Bounds:
         kind in ``self._order`` (its pattern's symbols, sorted)."""
         hit = self._kinds.get(ranges)
         if hit is None:
-            pattern = self.base.model.hybrid_layer_pattern
+            pattern = main_pattern(self.base.model) \
+                if self.base.model.hybrid_layer_pattern else None
             if pattern is not None:
                 hit = self._kinds[ranges] = tuple(
                     tuple(sum(pattern[i] == k for i in r) for k in self._order) for r in ranges)
