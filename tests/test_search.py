@@ -294,7 +294,7 @@ def test_the_flops_bound_runs_gemms_at_the_fastest_rate_the_model_gives_any(monk
     (DeepGEMM's, ``roofline.gemm_rate``), which is above the fp8 ceiling: a bound at the
     ceiling could exceed a simulated time where such kernels run."""
     from trainsim.compute.roofline import gemm_rate
-    from trainsim.search import lower_bounds
+    from trainsim.search import flop_bound
     from trainsim.workload.ops import Gemm
 
     b = make_base(dtype="fp8")
@@ -303,7 +303,7 @@ def test_the_flops_bound_runs_gemms_at_the_fastest_rate_the_model_gives_any(monk
     fast = gemm_rate(gpu, Gemm("g", 1, 1, 1, "fp8", 8, grouped="deepgemm"))
     assert fast > gpu.gemm_ceiling("fp8")
     bound = lower_bound_s(key, b)
-    monkeypatch.setattr(lower_bounds, "gemm_rate", lambda g, op: g.gemm_ceiling(op.dtype))
+    monkeypatch.setattr(flop_bound, "gemm_rate", lambda g, op: g.gemm_ceiling(op.dtype))
     assert bound == pytest.approx(lower_bound_s(key, b) * gpu.gemm_ceiling("fp8") / fast)
 
 
