@@ -69,6 +69,9 @@ def hybrid_model(cfg: dict[str, Any], where: str) -> ModelConfig:
     get = lambda key: cfg[key] if cfg.get(key) is not None else DEFAULTS.get(key)
     pattern = _pattern(cfg, where)
     depths = cfg.get("num_nextn_predict_layers") or 0
+    if isinstance(depths, bool) or not isinstance(depths, int) or not 0 <= depths <= len(pattern):
+        raise ConfigError(f"{where}: num_nextn_predict_layers={depths!r} must be a whole number "
+                          f"of MTP depths from 0 to the {len(pattern)} main layers")
     if depths:  # Megatron-Bridge's nemotron_h_bridge.py lines 282-326: the MTP depths' layers
         mtp = cfg.get("mtp_hybrid_override_pattern")
         if not isinstance(mtp, str) or not mtp or set(mtp) - set("M*-E"):
