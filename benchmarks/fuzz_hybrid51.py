@@ -12,13 +12,18 @@ fuzzhyb51): inputs the 51st session added and no fuzz round had covered.
   models and the presets nemotron-h-8b, nemotron-3-nano-30b-a3b, nemotron-3-super-120b-a12b;
 - ``hfjson``: damaged nemotron_h config.json files (each read field given wrong-typed or
   extreme values, ``num_nextn_predict_layers`` / ``mtp_hybrid_override_pattern`` included);
-- ``cli``: ``search``, ``plan`` and ``export`` on hybrid presets with small budgets.
+- ``cli``: ``search``, ``plan`` and ``export`` on hybrid presets with small budgets, ``export``
+  with ``--set`` of each hybrid field, and damaged config.json files through ``export`` and
+  ``search``;
+- ``search``: ``search`` and ``plan`` on the five hybrid presets with random TP / PP / CP / VPP
+  / schedule / dispatcher / ZeRO / EP / ETP / recompute / dtype / GPU option sets.
 
 Each input must give a sane answer or one ``TrainsimError`` line (``fuzz_checks.outcome``); a
 hang is judged by CPU (30 CPU s; 300 s wall a backstop) and any input over 10 CPU s is its own
 class.
 
-    PYTHONPATH=src python benchmarks/fuzz_hybrid51.py [--only fields,patterns,parallel,hfjson,cli]
+    PYTHONPATH=src python benchmarks/fuzz_hybrid51.py [--only fields,patterns,parallel,hfjson,cli,
+        search]
         [--count N] [--seed S] [--every] [--progress] [--refusals]
 """
 from __future__ import annotations
@@ -248,12 +253,45 @@ def cli_cases(workdir: str) -> Callable[[], Iterator[Case]]:
     return cases
 
 
+SEARCH_PRESETS = ["nemotron-h-8b", "nemotron-h-47b", "nemotron-h-56b", *PRESETS[1:]]
+SEARCH_OPTIONS = {"--tp": ["1,2,4,8", "3", "16"], "--pp": ["1,2,4", "3,5"], "--cp": ["1,2", "2"],
+                  "--max-vpp": ["1", "4"], "--schedules": ["1f1b,interleaved_1f1b", "dualpipe",
+                                                           "zb_v,zb_h1", "gpipe"],
+                  "--dispatcher": ["alltoall,allgather", "deepep", "hybridep"],
+                  "--zero": ["0,1", "3", "2"], "--ep": ["1,8", "64"], "--etp": ["1,2"],
+                  "--recompute": ["none", "full", "selective"], "--dtype": ["fp8", "fp16"],
+                  "--gpu": ["b200", "gb200", "a100-sxm-80gb"]}
+
+
+def search_cases(rng: random.Random) -> Iterator[Case]:
+    """``search`` / ``plan`` on every hybrid preset with random small option sets."""
+    from fuzz51 import _errors, _invoke
+    for i in range(80):
+        preset = SEARCH_PRESETS[i % len(SEARCH_PRESETS)]
+        if i % 4 == 3:
+            args = ["plan", preset, "--tokens", "10B", "--days", "30", "--max-gpus",
+                    rng.choice(["16", "256"]), "--max-micro-batch", "1", "--overlap", "on",
+                    "--workers", "1"]
+        else:
+            args = ["search", preset, "--gpus", rng.choice(["8", "64", "256"]),
+                    "--global-batch", rng.choice(["64", "256"]), "--seq",
+                    rng.choice(["4096", "8192"]), "--top", "1", "--max-micro-batch", "1",
+                    "--overlap", "on", "--workers", "1"]
+        for option, values in SEARCH_OPTIONS.items():
+            if rng.random() < 0.3:
+                args += [option, rng.choice(values)]
+        yield " ".join(args), _cli(args, _invoke, _errors)
+
+
 def _cli(args: list[str], invoke: Callable, errors: Callable) -> Callable[[], str | None]:
     def thunk() -> str | None:
         result = invoke(args)
         lines = errors(result)
         if result.exit_code == 0:
             return None
+        if args[0] == "plan" and result.exit_code == 1 and not lines and \
+                result.stdout.strip().splitlines()[-1].startswith("no GPU count up to"):
+            return None  # plan's answer: its table, no count meeting the deadline, exit 1
         if result.exit_code == 2 and any("option" in ln.lower() for ln in lines):
             return "usage error (the harness's own arguments)"
         if len(lines) != 1:
@@ -271,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as workdir:
         surfaces = {"fields": fields_cases, "patterns": patterns_cases,
                     "parallel": parallel_cases, "hfjson": hfjson_cases(workdir),
-                    "cli": cli_cases(workdir)}
+                    "cli": cli_cases(workdir), "search": search_cases}
         bound = {k: (lambda f=f: f(rng)) for k, f in surfaces.items()}
         refusals: dict[str, list[str]] = {}
         out = fuzz_checks.timed_sweep(bound, only, args.count, rng, refusals, CPU_LIMIT_S,
