@@ -280,14 +280,20 @@ class Bounds:
                                    False))
         if passes is None:
             passes = self._pass_times(c, lambda: c.to_config(self.base))
-        # the memory groups of one layout's optimizer shardings share it
-        of = (id(passes), id(kinds), m.pp, micro)
+        return max(cheap, self._sums_bound_of(passes, kinds, m.pp, micro))
+
+    def _sums_bound_of(self, passes: tuple, kinds: tuple, pp: int, micro: int) -> float:
+        """The stages' passes bound of :meth:`passes_bound`: every micro-batch's passes of a
+        stage and one micro-batch's of the stages before it, the largest over the stages; kept
+        by the objects it reads (the memory groups of one layout's optimizer shardings share
+        it)."""
+        of = (id(passes), id(kinds), pp, micro)
         bound = self._sums_bound.get(of)
         if bound is None:
-            before, own = self._stage_sums(passes, kinds, m.pp)
+            before, own = self._stage_sums(passes, kinds, pp)
             bound = self._sums_bound[of] = REFINED_SAFETY * max(
-                before[s] + micro * own[s] for s in range(m.pp))
-        return max(cheap, bound)
+                before[s] + micro * own[s] for s in range(pp))
+        return bound
 
     def passes_low(self, c: Candidate, pairs: tuple[tuple[bool, bool], ...]) -> float | None:
         """The least :meth:`passes_bound` of ``c``'s memory group over its pricing classes'
@@ -308,13 +314,7 @@ class Bounds:
             passes = self._passes.get((shape, tp_overlap, ep_overlap, False, False))
             if passes is None:
                 return None
-            of = (id(passes), id(kinds), m.pp, micro)
-            bound = self._sums_bound.get(of)
-            if bound is None:
-                before, own = self._stage_sums(passes, kinds, m.pp)
-                bound = self._sums_bound[of] = REFINED_SAFETY * max(
-                    before[s] + micro * own[s] for s in range(m.pp))
-            bound = max(cheap, bound)
+            bound = max(cheap, self._sums_bound_of(passes, kinds, m.pp, micro))
             if low is None or bound < low:
                 low = bound
         return low
