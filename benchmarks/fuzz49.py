@@ -36,10 +36,7 @@ import copy
 import json
 import math
 import os
-import random
 import sys
-import tempfile
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -47,7 +44,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
 from fuzz48 import _small, _text
-from fuzz_checks import BASES, REFUSED, finite, print_report, run_config
+from fuzz_checks import BASES, REFUSED, finite, run_config
 from fuzz_inputs46_cli import json_answer
 from fuzz_sweep import _cli
 
@@ -547,20 +544,11 @@ def http_cases(workdir: str) -> Callable[[], Iterator[Case]]:
 # ------------------------------------------------------------------------------ main
 
 def main(argv: list[str] | None = None) -> int:
-    args = fuzz_checks.round_parser(49).parse_args(argv)
-    warnings.simplefilter("ignore")
-    only = fuzz_checks.only_of(args)
-    rng = random.Random(args.seed)
-    with tempfile.TemporaryDirectory() as workdir:
-        surfaces = {"segments": segment_cases, "flowkeys": flowkey_cases, "bigm": bigm_cases,
-                    "yamlset": yamlset_cases(workdir), "hf": hf_cases(workdir),
-                    "export": export_cases(workdir), "http": http_cases(workdir)}
-        refusals: dict[str, list[str]] = {}
-        out = fuzz_checks.timed_sweep(surfaces, only, args.count, rng, refusals, CPU_LIMIT_S,
-                                      progress=args.progress)
-        if args.refusals:
-            fuzz_checks.print_refusals(refusals)
-        return print_report(out, every=args.every)
+    return fuzz_checks.seeded_round(49, argv, lambda workdir, rng: {
+        "segments": segment_cases, "flowkeys": flowkey_cases, "bigm": bigm_cases,
+        "yamlset": yamlset_cases(workdir), "hf": hf_cases(workdir),
+        "export": export_cases(workdir), "http": http_cases(workdir)},
+                                    CPU_LIMIT_S)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ import os
 import random
 import sys
 import tempfile
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -47,7 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz49
 import fuzz_checks
 from fuzz49 import _said
-from fuzz_checks import BASES, print_report, run_config
+from fuzz_checks import BASES, run_config
 
 Case = tuple[str, Callable[[], str | None]]
 fuzz_checks.TIME_LIMIT_S = 300
@@ -543,20 +542,11 @@ def memorder_cases() -> Iterator[Case]:
 # ------------------------------------------------------------------------------ main
 
 def main(argv: list[str] | None = None) -> int:
-    args = fuzz_checks.round_parser(50).parse_args(argv)
-    warnings.simplefilter("ignore")
-    only = fuzz_checks.only_of(args)
-    rng = random.Random(args.seed)
-    with tempfile.TemporaryDirectory() as workdir:
-        surfaces = {"plan": plan_cases(workdir), "cluster": cluster_cases(rng),
-                    "csv": csv_cases(workdir, rng), "db": db_cases(workdir),
-                    "memory": memory_cases(rng), "memorder": lambda: memorder_cases()}
-        refusals: dict[str, list[str]] = {}
-        out = fuzz_checks.timed_sweep(surfaces, only, args.count, rng, refusals, CPU_LIMIT_S,
-                                      cpu_hang_s=CPU_HANG_S, progress=args.progress)
-        if args.refusals:
-            fuzz_checks.print_refusals(refusals)
-        return print_report(out, every=args.every)
+    return fuzz_checks.seeded_round(50, argv, lambda workdir, rng: {
+        "plan": plan_cases(workdir), "cluster": cluster_cases(rng),
+        "csv": csv_cases(workdir, rng), "db": db_cases(workdir),
+        "memory": memory_cases(rng), "memorder": lambda: memorder_cases()},
+                                    CPU_LIMIT_S, CPU_HANG_S)
 
 
 if __name__ == "__main__":

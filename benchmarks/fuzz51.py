@@ -37,7 +37,6 @@ import os
 import random
 import sys
 import tempfile
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,7 @@ from trainsim.errors import TrainsimError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import BASES, REFUSED, print_report
+from fuzz_checks import BASES, REFUSED
 
 Case = tuple[str, Callable[[], str | None]]
 fuzz_checks.TIME_LIMIT_S = 300
@@ -563,20 +562,10 @@ def unicode_cases(workdir: str) -> Callable[[], Iterator[Case]]:
 # ------------------------------------------------------------------------------ main
 
 def main(argv: list[str] | None = None) -> int:
-    args = fuzz_checks.round_parser(51).parse_args(argv)
-    warnings.simplefilter("ignore")
-    only = fuzz_checks.only_of(args)
-    rng = random.Random(args.seed)
-    with tempfile.TemporaryDirectory() as workdir:
-        surfaces = {"optset": optset_cases(workdir), "exportrt": exportrt_cases(workdir, rng),
-                    "chakraread": chakraread_cases(workdir),
-                    "unicode": unicode_cases(workdir)}
-        refusals: dict[str, list[str]] = {}
-        out = fuzz_checks.timed_sweep(surfaces, only, args.count, rng, refusals, CPU_LIMIT_S,
-                                      cpu_hang_s=CPU_HANG_S, progress=args.progress)
-        if args.refusals:
-            fuzz_checks.print_refusals(refusals)
-        return print_report(out, every=args.every)
+    return fuzz_checks.seeded_round(51, argv, lambda workdir, rng: {
+        "optset": optset_cases(workdir), "exportrt": exportrt_cases(workdir, rng),
+        "chakraread": chakraread_cases(workdir), "unicode": unicode_cases(workdir)},
+                                    CPU_LIMIT_S, CPU_HANG_S)
 
 
 if __name__ == "__main__":

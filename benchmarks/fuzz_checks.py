@@ -287,7 +287,7 @@ def run_surfaces(surfaces: dict[str, Callable[[], Iterator[tuple[str, Callable]]
 def timed_sweep(surfaces: dict[str, Callable[[], Iterable[tuple[str, Callable]]]], only: set[str],
                 count: int, rng, refusals: dict[str, list[str]], cpu_limit_s: float,
                 cpu_hang_s: float | None = None, progress: bool = False) -> dict:
-    """:func:`run_surfaces` for the seeded rounds (fuzz49, fuzz50): at most ``count`` cases a
+    """:func:`run_surfaces` for the seeded rounds (:func:`seeded_round`): at most ``count`` cases a
     surface (:func:`seeded_sample`), refusals noted (:func:`noting`), a case that handled its
     input but used more than ``cpu_limit_s`` CPU seconds its own class, a hang ``cpu_hang_s``
     CPU seconds when given (:func:`outcome`); with ``progress`` a line per 50 inputs."""
@@ -311,6 +311,30 @@ def timed_sweep(surfaces: dict[str, Callable[[], Iterable[tuple[str, Callable]]]
                 print(f"{sum(counts.values())} inputs, {len(failures)} classes, "
                       f"{time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
     return {"counts": counts, "failures": failures}
+
+
+def seeded_round(seed: int, argv: list[str] | None,
+                 surfaces_of: Callable[[str, Any], dict[str, Callable[[], Iterable]]],
+                 cpu_limit_s: float, cpu_hang_s: float | None = None) -> int:
+    """A seeded round's ``main`` (fuzz49 onwards): its flags (:func:`round_parser`), warnings
+    off, the surfaces ``surfaces_of(workdir, rng)`` builds in a temporary directory with the
+    round's seeded ``random.Random``, swept by :func:`timed_sweep`, the refusals printed where
+    asked and the report's exit status (:func:`print_report`)."""
+    import random
+    import tempfile
+    import warnings
+
+    args = round_parser(seed).parse_args(argv)
+    warnings.simplefilter("ignore")
+    only = only_of(args)
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory() as workdir:
+        refusals: dict[str, list[str]] = {}
+        out = timed_sweep(surfaces_of(workdir, rng), only, args.count, rng, refusals,
+                          cpu_limit_s, cpu_hang_s=cpu_hang_s, progress=args.progress)
+        if args.refusals:
+            print_refusals(refusals)
+        return print_report(out, every=args.every)
 
 
 def print_report(out: dict, every: bool = False) -> int:

@@ -33,14 +33,12 @@ import math
 import os
 import random
 import sys
-import tempfile
-import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import battery, print_report, run_config
+from fuzz_checks import battery, run_config
 
 Case = tuple[str, Callable[[], str | None]]
 fuzz_checks.TIME_LIMIT_S = 300
@@ -302,21 +300,12 @@ def _cli(args: list[str], invoke: Callable, errors: Callable) -> Callable[[], st
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = fuzz_checks.round_parser(51).parse_args(argv)
-    warnings.simplefilter("ignore")
-    only = fuzz_checks.only_of(args)
-    rng = random.Random(args.seed)
-    with tempfile.TemporaryDirectory() as workdir:
-        surfaces = {"fields": fields_cases, "patterns": patterns_cases,
-                    "parallel": parallel_cases, "hfjson": hfjson_cases(workdir),
-                    "cli": cli_cases(workdir), "search": search_cases}
-        bound = {k: (lambda f=f: f(rng)) for k, f in surfaces.items()}
-        refusals: dict[str, list[str]] = {}
-        out = fuzz_checks.timed_sweep(bound, only, args.count, rng, refusals, CPU_LIMIT_S,
-                                      cpu_hang_s=CPU_HANG_S, progress=args.progress)
-        if args.refusals:
-            fuzz_checks.print_refusals(refusals)
-        return print_report(out, every=args.every)
+    return fuzz_checks.seeded_round(51, argv, lambda workdir, rng: {
+        k: (lambda f=f: f(rng)) for k, f in {
+            "fields": fields_cases, "patterns": patterns_cases, "parallel": parallel_cases,
+            "hfjson": hfjson_cases(workdir), "cli": cli_cases(workdir),
+            "search": search_cases}.items()},
+                                    CPU_LIMIT_S, CPU_HANG_S)
 
 
 if __name__ == "__main__":
