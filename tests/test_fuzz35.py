@@ -121,8 +121,9 @@ def test_text_that_is_no_number_is_left_to_the_column_check():
     ({"framework": "NVIDIA NeMo", "framework_version": "24.12"},
      {"framework": "NVIDIA NeMo -> nemo"}),
     ({"framework": "MaxText", "framework_version": "2024"},
-     {"framework": "MaxText -> none (no profile of maxtext here: the tool's defaults, its "
-                   "choices tuned)"}),
+     {"framework": "MaxText -> megatron-core (no profile of maxtext here; it states no "
+                   "ZeRO-2/3 sharding: Megatron-core's mechanisms (DDP or distributed "
+                   "optimizer, TP/SP/PP), at its newest entry, the row's version not read)"}),
 ])
 def test_cells_other_sources_write_are_predicted_saying_how_they_were_read(tmp_path, edit,
                                                                            read):

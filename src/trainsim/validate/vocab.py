@@ -355,7 +355,27 @@ def framework_key(text: str) -> str:
             bare = canonical_framework(tail[len(vendor) + 1 if vendor else 0:])
             if bare in framework_names():
                 return bare
-    return key
+    versioned = written_version(key)
+    return framework_key(versioned[0]) if versioned else key
+
+
+_VERSIONED = re.compile(r"(?P<name>[a-z].*?)-(?P<version>v?\d+(?:\.\d+)+[a-z0-9.]*)")
+"""A framework written with its release after it ("DeepSpeed 0.14.2", "torchtitan v0.1.0"):
+a dotted number, so that a name ending in a digit ("nemo-2" is an alias) is not cut."""
+
+
+def written_version(key: str) -> tuple[str, str] | None:
+    """(name, release) of a framework key (``word(text, '-')``) written as a profile's name or
+    alias followed by a dotted release; None where it is not."""
+    from trainsim.catalog.frameworks import canonical_framework, framework_names
+
+    match = _VERSIONED.fullmatch(key)
+    if match is None:
+        return None
+    name = match.group("name")
+    known = canonical_framework(name) in framework_names() or \
+        framework_key(name) in framework_names()
+    return (name, match.group("version")) if known else None
 
 
 def unprofiled(key: str) -> bool:
@@ -388,6 +408,7 @@ def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[s
     from trainsim.validate.written import written_numbers
 
     out, read = written_numbers(row)
+    stranger = None
     for col in LOWER_COLUMNS:
         text = (row.get(col) or "").strip()
         if not text:
@@ -398,14 +419,17 @@ def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[s
         if (col, value) in UNMODELLED:
             raise ConfigError(f"{col}={text!r}: {UNMODELLED[(col, value)]}")
         if col == "framework" and text.isprintable() and unprofiled(value):
-            # no profile: the run is predicted as one naming no framework (its choices tuned,
-            # README "Unknown cells"), said on the row; the version belongs to that framework
-            read[col] = f"{text} -> none (no profile of {value} here: the tool's defaults, " \
-                        "its choices tuned)"
-            out[col] = out["framework_version"] = ""
+            # no profile: mechanisms chosen from the row's own cells after this loop
+            # (``_fallback``); the version belongs to that framework
+            stranger = (text, value)
             continue
         if col == "framework" and value != word(text, "-"):  # an alias, a vendor dropped
             read[col] = f"{text} -> {value}"
+            versioned = written_version(word(text, "-"))
+            if versioned and not (row.get("framework_version") or "").strip():
+                # the release written after the name is the row's version
+                out["framework_version"] = versioned[1]
+                read[col] += f", framework_version {versioned[1]}"
         if col == "gpu":
             value = _gpu_name(text, read)
         if col == "dtype" and value in PRECISIONS:  # a precision recipe's name: dtype, recipe
@@ -419,6 +443,8 @@ def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[s
         elif col == "zero_stage":
             continue  # a number, checked as written ('-1' named as '-1')
         out[col] = value
+    if stranger is not None:
+        _fallback(*stranger, out, read)
     version = (out.get("framework_version") or "").strip()
     if (major := _MAJOR_ONLY.match(version)) and out.get("framework"):
         out["framework_version"] = major.group(1)
@@ -434,6 +460,23 @@ def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[s
         tokens = [word(t) for t in re.split(r"[;,]", options)]
         out["options"] = ";".join(t for t in tokens if t)
     return out, read
+
+
+def _fallback(text: str, key: str, out: dict[str, str], read: dict[str, str]) -> None:
+    """A row on framework ``key`` (written ``text``) with no profile here is predicted with the
+    mechanisms of the profile its own cells select (``catalog.frameworks.fallback_framework``:
+    its ZeRO stage and attention, already read in ``out``, HSDP replicas, option
+    ``enable_gqa``), at that profile's newest entry:
+    the row's version is its own framework's. Its empty cells are then tuned as that profile's
+    (README "Unknown cells"); the note says which mechanisms and why."""
+    from trainsim.catalog.frameworks import fallback_framework
+
+    options = {word(t) for t in re.split(r"[;,]", out.get("options") or "")}
+    sdpa = out.get("attention") == "sdpa" or "enable_gqa" in options
+    name, why = fallback_framework(out.get("zero_stage"), out.get("dp_replicate"), sdpa)
+    out["framework"], out["framework_version"] = name, ""
+    read["framework"] = f"{text} -> {name} (no profile of {key} here; {why}, at its newest " \
+                        "entry, the row's version not read)"
 
 
 PRECISIONS: dict[str, tuple[str, str | None]] = {

@@ -1,0 +1,120 @@
+"""Framework-blind score: every training row predicted as if its framework had no profile here.
+
+    python benchmarks/blind.py                      # public, held-out and every check file
+    python benchmarks/blind.py --files public heldout --summary   # one line each (board.sh)
+    python benchmarks/blind.py --name nemo2         # another unknown name (default: otherfw)
+
+The held-out runs that check ``trainsim validate`` come from other sources, some from
+frameworks with no profile in ``catalog/frameworks/`` (colossalai, maxtext, accelerate, ...).
+This script shows what such a row gets: each row's ``framework`` cell is replaced by a name
+that no profile answers to (``framework_version`` kept), the file is validated as it is, and
+the errors are reported per file and per the row's true framework (time and, where the row
+publishes it, memory). Files without a ``framework`` column (the row names none already) are
+skipped: their blind score is their score. Nothing here feeds back into trainsim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from trainsim.validate import summarize, validate_file
+
+HERE = Path(__file__).resolve().parent
+PUBLIC = HERE.parent.parent / "shared" / "validation" / "training_public.csv"
+BUNDLED = HERE.parent / "src" / "trainsim" / "data" / "validation" / "training_public.csv"
+NOT_TRAINING = ("training_errata.csv",)
+
+
+def files(which: list[str]) -> list[Path]:
+    """The training files named by ``which`` (public, heldout, checks, or paths)."""
+    out: list[Path] = []
+    for name in which:
+        if name == "public":
+            out.append(PUBLIC if PUBLIC.exists() else BUNDLED)
+        elif name == "heldout":
+            out.append(HERE / "training_heldout.csv")
+        elif name == "checks":
+            out += [p for p in sorted(HERE.glob("training_*.csv"))
+                    if p.name not in NOT_TRAINING and p.name != "training_heldout.csv"]
+        else:
+            out.append(Path(name))
+    return out
+
+
+def blinded(path: Path, name: str, into: Path) -> tuple[Path, dict[str, str]] | None:
+    """A copy of ``path`` under ``into`` with every ``framework`` cell ``name`` (an empty cell
+    left empty), and {row id: its true framework}; None for a file with no framework column."""
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        fields = list(reader.fieldnames or [])
+        rows = list(reader)
+    if "framework" not in fields:
+        return None
+    truth = {r["id"]: (r["framework"] or "").strip() or "(none)" for r in rows}
+    for r in rows:
+        if (r["framework"] or "").strip():
+            r["framework"] = name
+    out = into / path.name
+    with open(out, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    return out, truth
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def report(label: str, results: list, truth: dict[str, str], summary_only: bool) -> list[str]:
+    s = summarize(results)
+    line = (f"{label}: {s['n']} rows, MAPE {_pct(s['mape'])}, max {_pct(s['max_ape'])}, "
+            f"{s['failed']} failed")
+    if s.get("memory_n"):
+        line += f"; memory: {s['memory_n']} rows, MAPE {_pct(s['memory_mape'])}"
+    lines = [line]
+    if summary_only:
+        return lines
+    groups: dict[str, list] = collections.defaultdict(list)
+    for r in results:
+        groups[truth.get(r.id, "?")].append(r)
+    for fw in sorted(groups):
+        g = summarize(groups[fw])
+        text = (f"  {fw:20s} n={g['n']:3d} MAPE {_pct(g['mape']):>6s} max {_pct(g['max_ape']):>6s}"
+                f" failed {g['failed']}")
+        if g.get("memory_n"):
+            text += f"  memory n={g['memory_n']} MAPE {_pct(g['memory_mape'])}"
+        lines.append(text)
+    for r in results:
+        if r.error:
+            lines.append(f"  failed {r.id}: {r.error[:160]}")
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", nargs="+", default=["public", "heldout", "checks"])
+    ap.add_argument("--name", default="otherfw", help="the unknown framework name written")
+    ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--summary", action="store_true", help="one line per file")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in files(args.files):
+            made = blinded(path, args.name, Path(tmp))
+            if made is None:
+                continue
+            blind, truth = made
+            _, results = validate_file(blind, workers=args.workers)
+            label = "public" if path in (PUBLIC, BUNDLED) else path.stem
+            print("\n".join(report(label, results, truth, args.summary)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
