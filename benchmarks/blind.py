@@ -72,12 +72,25 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
+def fallback_of(result) -> str:
+    """The profile whose mechanisms predicted a blinded row (its ``read_as`` note), or '-'."""
+    note = (result.extra.get("read_as") or {}).get("framework", "")
+    return note.split(" -> ", 1)[1].split(" ", 1)[0] if " -> " in note else "-"
+
+
 def report(label: str, results: list, truth: dict[str, str], summary_only: bool) -> list[str]:
+    """The file's summary line, then (unless ``summary_only``) one line per true framework with
+    the fallback profiles its rows were predicted with, the rows predicted with another
+    framework's mechanisms than their own (the figure that is not circular), and failures."""
     s = summarize(results)
     line = (f"{label}: {s['n']} rows, MAPE {_pct(s['mape'])}, max {_pct(s['max_ape'])}, "
             f"{s['failed']} failed")
     if s.get("memory_n"):
         line += f"; memory: {s['memory_n']} rows, MAPE {_pct(s['memory_mape'])}"
+    others = [r for r in results if fallback_of(r) != truth.get(r.id)]
+    o = summarize(others) if others else None
+    if o and o["n"] < s["n"]:
+        line += f"; other than their own profile: {o['n']} rows, MAPE {_pct(o['mape'])}"
     lines = [line]
     if summary_only:
         return lines
@@ -86,10 +99,12 @@ def report(label: str, results: list, truth: dict[str, str], summary_only: bool)
         groups[truth.get(r.id, "?")].append(r)
     for fw in sorted(groups):
         g = summarize(groups[fw])
+        used = collections.Counter(fallback_of(r) for r in groups[fw])
         text = (f"  {fw:20s} n={g['n']:3d} MAPE {_pct(g['mape']):>6s} max {_pct(g['max_ape']):>6s}"
                 f" failed {g['failed']}")
         if g.get("memory_n"):
             text += f"  memory n={g['memory_n']} MAPE {_pct(g['memory_mape'])}"
+        text += "  as " + ", ".join(f"{k} {v}" for k, v in sorted(used.items()))
         lines.append(text)
     for r in results:
         if r.error:
