@@ -1,5 +1,5 @@
 """A validation row on a framework with no profile here: predicted with the mechanisms its own
-cells select (catalog.frameworks.fallback_framework), never by its name; documented other
+cells select (catalog.fallback.fallback_framework), never by its name; documented other
 names of profiled frameworks read as those profiles."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from helpers import cli
 
-from trainsim.catalog.frameworks import FALLBACK_PROFILES, fallback_framework, framework_names
+from trainsim.catalog.fallback import FALLBACK_PROFILES, fallback_framework
+from trainsim.catalog.frameworks import framework_names
 from trainsim.validate.vocab import framework_key, normalized_training_row, unprofiled
 
 HELDOUT = Path(__file__).resolve().parents[1] / "benchmarks" / "training_heldout.csv"
