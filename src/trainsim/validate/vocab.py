@@ -466,9 +466,9 @@ def _fallback(text: str, key: str, out: dict[str, str], read: dict[str, str]) ->
     """A row on framework ``key`` (written ``text``) with no profile here is predicted with the
     mechanisms of the profile its own cells select (``catalog.fallback.fallback_framework``:
     its ZeRO stage and attention, already read in ``out``, HSDP replicas, option
-    ``enable_gqa``), at that profile's newest entry:
-    the row's version is its own framework's. Its empty cells are then tuned as that profile's
-    (README "Unknown cells"); the note says which mechanisms and why."""
+    ``enable_gqa``), at that profile's newest entry: the row's version is its own framework's.
+    Its empty cells are then tuned as that profile's (README "Unknown cells"); the note says
+    which mechanisms and why."""
     from trainsim.catalog.fallback import fallback_framework
 
     options = {word(t) for t in re.split(r"[;,]", out.get("options") or "")}
