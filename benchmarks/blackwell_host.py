@@ -5,6 +5,7 @@ nothing here feeds trainsim).
     PYTHONPATH=src python benchmarks/blackwell_host.py           # ~2 min on 2 cores
     PYTHONPATH=src python benchmarks/blackwell_host.py swa       # the attention part alone (~2 s)
     PYTHONPATH=src python benchmarks/blackwell_host.py b200      # the x86 B200 rows' what-if
+    PYTHONPATH=src python benchmarks/blackwell_host.py grace 1,1.07,2.75   # other factors
 
 1. ``grace``: every GB200 / GB300 row (Grace host) of the public file, the held-out file and the
    check files, priced with *every* host CPU constant of ``trainsim.compute.host`` (the fitted
@@ -54,10 +55,12 @@ hidden 2048, 8192 tokens: NVIDIA/TransformerEngine#2053 (Marks101, 2025-08-11), 
 GH200_TORCH_RATIO = 33.17 / 13.48
 """The same on GH200 (#2053)."""
 
-SCALED = ("CPP_LAUNCH_S", "PY_LAUNCH_S", "PY_VIEW_S", "ENGINE_CALL_S", "NODE_PASS_S",
-          "DDP_HOOK_S", "DUMMY_WGRAD_S")
+SCALED = tuple(n for n in ("CPP_LAUNCH_S", "PY_LAUNCH_S", "PY_VIEW_S", "ENGINE_CALL_S",
+                           "NODE_PASS_S", "DDP_HOOK_S", "DUMMY_WGRAD_S", "CPP_ALLOC_S",
+                           "CPP_VIEW_S") if hasattr(host, n))
 """The measured host constants ``compute.host.exposed_s`` reads at call time (besides the
-per-kernel cost it is passed): scaled with it."""
+per-kernel cost it is passed): scaled with it. The last two exist only with
+``candidates/host52_expert_allocs.patch`` applied (52nd session)."""
 
 _BR = ("NVIDIA-NeMo/Megatron-Bridge v0.4.2 (26.04) scripts/performance/configs/")
 RECIPE = {
@@ -280,6 +283,9 @@ def swa_table() -> None:
 
 
 def main(argv: list[str]) -> int:
+    global GRID
+    if argv[1:] and argv[0] == "grace":  # grace 1,1.07,2.75: the factors tried (1 first)
+        GRID = tuple(float(f) for f in argv[1].split(","))
     if not argv or argv[0] == "grace":
         grace_table()
     if not argv or argv[0] == "b200":
