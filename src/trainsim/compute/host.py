@@ -52,7 +52,13 @@ quantizations and GEMMs) come from C++ loops inside one Python call each, cheape
 than this. Pricing those loops as one Python-level call plus ``CPP_LAUNCH_S`` a further kernel
 (``benchmarks/host51_percall.py``, 51st session) fits the per-call cost inside its grid (50 us;
 bounded at 100 us by a GB200 TE ``Linear`` forward's CPU time, NVIDIA/TransformerEngine#2053)
-but scores worse (public 5.44 -> 5.98 %, Megatron-Bridge left out 7.1 -> 10.7 %): not adopted."""
+but scores worse (public 5.44 -> 5.98 %, Megatron-Bridge left out 7.1 -> 10.7 %): not adopted.
+Transformer Engine's per-expert allocations and views in a ``GroupedLinear`` call, counted from
+TE v2.9 / v2.14 and priced at measured costs (``benchmarks/candidates/
+host52_expert_allocs.patch``, 52nd session), leave the fit at 30 us in every fold and trade
+rows (public 5.4418 -> 5.4377 %, held-out 4.2424 -> 4.2664 %, errata 4.43 -> 4.48 %): not
+adopted; at 30 us a launch the experts' kernels already cost ~3x what TE's C++ loops issue
+(``benchmarks/host52_expert_audit.py``)."""
 
 
 CPP_OP_S = 5.13e-6
