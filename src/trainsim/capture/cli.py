@@ -92,6 +92,12 @@ def capture(config: str, eager: bool, attention: str, run_sim: bool, kernels: bo
         from trainsim.capture.report import render, summarize
 
         source, cfg = resolve(config, _overrides(kw), kw["set_args"])
+        if cfg is None:  # a factory: every option checked before PyTorch is imported
+            _factory_options(source, kw, run_sim)
+            from trainsim.catalog import gpu as catalog_gpu
+            gpu = catalog_gpu(kw["gpu"] or "h100-sxm-80gb")
+        else:
+            gpu = cfg.cluster.gpu
         seq = cfg.training.seq_length if cfg else (kw["seq"] or 4096)
         mbs = cfg.training.micro_batch_size if cfg else (kw["mbs"] or 1)
         dtype = "bf16" if cfg is None or cfg.training.dtype == "fp8" else cfg.training.dtype
@@ -103,11 +109,6 @@ def capture(config: str, eager: bool, attention: str, run_sim: bool, kernels: bo
                 raise
             raise TrainsimError(f"{str(exc).splitlines()[0].split('. ')[0]}; capture it with "
                                 "--attention eager") from None
-        if cfg is None:
-            from trainsim.catalog import gpu as catalog_gpu
-            gpu = catalog_gpu(kw["gpu"] or "h100-sxm-80gb")
-        else:
-            gpu = cfg.cluster.gpu
         summary = summarize(cap, cfg, gpu, include_kernels=kernels)
         if run_sim and cfg is not None:
             from trainsim.capture.graph import captured_layer_source
@@ -137,6 +138,23 @@ def capture(config: str, eager: bool, attention: str, run_sim: bool, kernels: bo
         _emit(console.export_text(), None, out)
     else:
         _emit(None, Group(*parts), None)
+
+
+def _factory_options(source: str, kw: dict[str, Any], run_sim: bool) -> None:
+    """Refuse what a ``package.module:factory`` capture cannot use: it builds a module, not a
+    run, so the run's options and ``--set`` have no config to set and ``--simulate`` no run to
+    price (robust52: they were dropped in silence, and ``--gpu`` was checked only after the
+    capture, so without PyTorch a bad value was reported as "needs torch")."""
+    given = [("--sp" if kw[k] else "--no-sp") if k == "sp" else f"--{k} {kw[k]}"
+             for k in ("tp", "sp", "cp", "ep", "gpus", "gbs") if kw[k] is not None]
+    if kw["set_args"]:
+        given.append(f"--set {kw['set_args'][0]}")
+    if run_sim:
+        given.append("--simulate")
+    if given:
+        raise TrainsimError(f"{given[0]}: {source} is a factory, which gives a module and no "
+                            "run to set or simulate (it takes --seq, --mbs and --gpu); give a "
+                            "Hugging Face config.json or a run config for the run's settings")
 
 
 def _rank_list(text: str, num_gpus: int) -> list[int]:

@@ -471,8 +471,13 @@ def fields_state(obj: Any) -> dict[str, Any]:
 
 
 def require_positive(where: str, **values: float | None) -> None:
+    """Each value, where given, above 0 and finite; a whole-number field's refusal says so
+    (robust52: ``moe_latent_size=0`` was told "a positive finite number" for a count)."""
     for name, v in values.items():
         if v is not None and not 0 < v < math.inf:  # also rejects NaN
+            if isinstance(v, int) and not isinstance(v, bool):
+                raise ConfigError(f"{where}.{name}={v} must be a positive whole number (1, 2, "
+                                  "...)")
             raise ConfigError(f"{where}.{name}={v} must be a positive finite number")
 
 

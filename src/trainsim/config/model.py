@@ -266,6 +266,11 @@ class ModelConfig:
                               f"{self.mtp_num_layers}) is out of range: at most {MAX_LAYERS:,} "
                               "layers, and no more prediction modules than layers")
         if self.num_experts is not None:
+            if self.moe_latent_size is not None and not self.moe_latent_size > 0:
+                raise ConfigError(f"model.moe_latent_size={self.moe_latent_size} must be a "
+                                  "positive whole number (the routed experts' latent width; "
+                                  "Nemotron 3 Super's is 1024), or left out for experts on "
+                                  "hidden_size")
             require_positive("model", num_experts=self.num_experts, moe_router_topk=self.moe_router_topk,
                              moe_ffn_hidden_size=self.moe_ffn_hidden_size,
                              moe_layer_freq=self.moe_layer_freq,

@@ -29,7 +29,6 @@ groups and peers):
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -458,6 +457,16 @@ def trace_files(prefix: str | Path) -> list[Path]:
     return files
 
 
+MAX_DURATION_MICROS = 2**64 - 1
+"""The longest node Chakra can state: ``uint64 duration_micros = 7`` in ``message Node``
+(mlcommons/chakra@6dc63e14 ``schema/protobuf/et_def.proto``), ~584,942 years. trainsim's exact
+``trainsim.duration_s`` is held to the same range (robust52: 1e308 s passed as finite and two in
+a row read back as an inf iteration; a 10-byte varint past 64 bits read as a duration no
+Chakra reader holds). Within it a trace's iteration stays finite: its makespan is at most the
+sum of its nodes' durations (the reader's tasks slow no stream)."""
+MAX_DURATION_S = MAX_DURATION_MICROS * 1e-6
+
+
 def tasks_from_chakra(prefix: str | Path, exact: bool = True) -> list[Task]:
     """Engine tasks of every ``<prefix>.<rank>.et``: one task per node, on its stream
     (``trainsim.stream``, else compute for COMP nodes and one communication stream for the
@@ -476,11 +485,17 @@ def tasks_from_chakra(prefix: str | Path, exact: bool = True) -> list[Task]:
             index[n.id] = len(tasks)
             if exact and "trainsim.duration_s" in n.attrs:
                 dur = n.attr("trainsim.duration_s")
+            elif n.duration_micros > MAX_DURATION_MICROS:  # a varint decodes to 70 bits
+                raise TrainsimError(f"{path}: node {n.id} ({n.name}) has duration_micros="
+                                    f"{n.duration_micros}, past a uint64 (Chakra's type); a "
+                                    f"duration is 0 to {MAX_DURATION_MICROS} microseconds")
             else:
                 dur = n.duration_micros * 1e-6
-            if not (isinstance(dur, (int, float)) and 0 <= dur < math.inf):
+            if isinstance(dur, bool) or not (isinstance(dur, (int, float))
+                                             and 0 <= dur <= MAX_DURATION_S):
                 raise TrainsimError(f"{path}: node {n.id} ({n.name}) lasts {dur!r} s; a "
-                                    "duration is a finite number of seconds >= 0")
+                                    f"duration is 0 to {MAX_DURATION_S:.6g} s (Chakra's "
+                                    "duration_micros is a uint64 of microseconds)")
             stream = n.attr("trainsim.stream")
             if stream is None:
                 stream = {COMP_NODE: "compute", COMM_RECV_NODE: f"recv.{n.id}"}.get(n.type, "comm")

@@ -240,6 +240,8 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
             ex.close()
     if fmt == "json":
         click.echo(json.dumps({**result.to_dict(), "warnings": said}, indent=2, sort_keys=True))
+        if result.best is None:
+            no_plan(result, max_gpus)
         return
     steps = [{"GPUs": s.num_gpus, "best configuration": s.best.label if s.best else "no valid configuration fits",
               "days": s.days if s.days is not None else "-",
@@ -248,13 +250,7 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
     out.print(rows_table(steps, f"GPU counts tried for {n_tokens:.3g} tokens in {days:g} days "
                                 f"({result.required_tokens_per_s:,.0f} tokens/s needed)"))
     if result.best is None or result.cost is None:
-        best = result.closest
-        msg = f"no GPU count up to {max_gpus} meets the deadline"
-        if best is not None:
-            msg += (f"; fastest found: {best.label} on {best.num_gpus} GPUs, "
-                    f"{n_tokens / best.tokens_per_s / 86400:.1f} days")
-        out.print(f"[bold red]{msg}[/]")
-        sys.exit(1)
+        no_plan(result, max_gpus)
     e, c = result.best, result.cost
     rows = [("GPUs needed", (f"{e.num_gpus:,} ({e.num_gpus // gpus_per_node:,} nodes of "
                              f"{gpus_per_node})")),
@@ -269,6 +265,37 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
             ("CO2", f"{_amount(c.co2_tonnes)} t CO2e at {c.grid_gco2_per_kwh:g} g/kWh")]
     out.print(rows_table([{"": k, "plan": v} for k, v in rows], f"plan: {escape(base.model.name)}"
                          f" on {escape(base.cluster.gpu.name)}, batch {gb} x {seq}"))
+
+
+NO_PLAN_EXIT = 1
+"""plan's exit status when it answered but no GPU count meets the deadline (an error is
+``cli_guard.USAGE_EXIT``, 2)."""
+
+
+def no_plan(result: Any, max_gpus: int) -> None:
+    """One stderr line saying what plan tried and the fastest it found, then exit
+    ``NO_PLAN_EXIT`` (robust52: the table's closing line went to stdout and nothing to stderr,
+    and ``--format json`` exited 0 with ``"best": null``)."""
+    counts = [s.num_gpus for s in result.steps]
+    tried = (f"{counts[0]:,} GPUs" if len(counts) == 1 else
+             f"{len(counts)} GPU counts, {min(counts):,} to {max(counts):,}") if counts else \
+        "no GPU count"
+    deadline = f"{result.deadline_days:g} day{'' if result.deadline_days == 1 else 's'}"
+    msg = (f"no GPU count up to {max_gpus:,} meets the deadline of {deadline} for "
+           f"{result.tokens:.3g} tokens (tried {tried}); ")
+    best = result.closest
+    if best is None:
+        msg += "no valid configuration fits on any of them"
+    else:
+        days = result.tokens / best.tokens_per_s / 86400
+        text = next((t for p in range(3, 12) if float(t := f"{days:.{p}g}")
+                     > result.deadline_days), f"{days!r}")
+        msg += f"the fastest found, {best.label} on {best.num_gpus:,} GPUs, takes {text} days"
+    try:
+        click.echo(f"{click.style('no plan:', fg='red', bold=True)} {msg}", err=True)
+    except OSError:  # stderr itself is gone; the exit status still tells
+        pass
+    sys.exit(NO_PLAN_EXIT)
 
 
 def _amount(x: float, places: int = 0) -> str:
