@@ -287,9 +287,9 @@ def _cli(args: list[str], invoke: Callable, errors: Callable) -> Callable[[], st
         lines = errors(result)
         if result.exit_code == 0:
             return None
-        if args[0] == "plan" and result.exit_code == 1 and not lines and \
-                result.stdout.strip().splitlines()[-1].startswith("no GPU count up to"):
-            return None  # plan's answer: its table, no count meeting the deadline, exit 1
+        if args[0] == "plan" and result.exit_code == 1 and len(lines) == 1 and \
+                lines[0].startswith("no plan: no GPU count up to"):
+            return None  # plan's answer: no count meets the deadline, one stderr line (robust52)
         if result.exit_code == 2 and any("option" in ln.lower() for ln in lines):
             return "usage error (the harness's own arguments)"
         if len(lines) != 1:

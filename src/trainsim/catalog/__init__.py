@@ -179,6 +179,16 @@ def _node_named(value: Any) -> dict[str, Any]:
     return node(str(value))
 
 
+NO_NODE_PRESET = ClusterConfig.__dataclass_fields__["node"].default
+
+
+def _no_preset(value: Any) -> bool:
+    """Whether ``cluster.node`` is ``ClusterConfig``'s own default, ``custom``: no node preset,
+    as every resolved config without one states it (``simulate --format json``'s ``config``,
+    robust52: refused as "unknown node 'custom'", so no resolved config read back)."""
+    return value == NO_NODE_PRESET
+
+
 def node(name: str) -> dict[str, Any]:
     return _renamed(_lookup("nodes", name), f"node {name}", rename=True)
 
@@ -359,6 +369,8 @@ def _cluster_section(raw: Any) -> ClusterConfig:
         raise ConfigError("cluster must be a mapping (gpu, num_gpus, gpus_per_node, ...)")
     raw = _renamed(raw, "cluster")
     fields: dict[str, Any] = {}
+    if _no_preset(raw.get("node")):  # a resolved config's own word for "no node preset"
+        fields["node"] = raw.pop("node")
     if "node" in raw:  # the node preset fills what the user did not set
         n = _node_named(raw.pop("node"))
         fields.update(node=n["name"], gpu=n["gpu"], gpus_per_node=n["gpus_per_node"])
@@ -475,9 +487,11 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
         cluster = {**cluster, "gpu": read_gpu_file(path, "cluster.gpu")}
     cluster_raw = cluster if isinstance(cluster, dict) else {}
     gpu_name = cluster_raw.get("gpu") or (_node_named(cluster_raw["node"])["gpu"]
-                                          if "node" in cluster_raw else None)
+                                          if "node" in cluster_raw
+                                          and not _no_preset(cluster_raw["node"]) else None)
     stated, recipe = training_raw.get("attention"), training_raw.get("fp8_recipe")  # as stated
     given = stated not in (None, "")
+    unfilled = (dict(parallel_raw), dict(training_raw))
     apply_framework(parallel_raw, training_raw, gpu_name)
     # each distinct raw section built once inside a row's tuning (catalog.shared_sections)
     model = kept_section("model", data["model"], str(base_dir),
@@ -496,9 +510,23 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
                     training=build(TrainingConfig, training_raw, "training"),
                     cluster=kept_section("cluster", cluster, None,
                                          lambda: _cluster_section(cluster)))
-    if (ignored := fp8_recipe_ignored(recipe, cfg.training.dtype)) is not None:
+    if (ignored := fp8_recipe_ignored(recipe, cfg.training.dtype)) is not None and \
+            cfg.training.fp8_recipe != _unstated_recipe(*unfilled, gpu_name):
         warnings.warn(ignored, TrainsimWarning, stacklevel=2)  # a config it was valid for
     return cfg
+
+
+def _unstated_recipe(parallel_raw: dict[str, Any], training_raw: dict[str, Any],
+                     gpu_name: Any) -> str:
+    """The fp8 recipe a run would hold had its config not stated one (the framework's default,
+    else ``TrainingConfig``'s): a recipe stated at that value changes nothing, so it is not
+    warned of as ignored (robust52: every resolved config of a 16-bit run, which states the
+    recipe it holds, was warned of when read back)."""
+    training = {k: v for k, v in training_raw.items() if k != "fp8_recipe"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        apply_framework(dict(parallel_raw), training, gpu_name)
+        return build(TrainingConfig, training, "training").fp8_recipe
 
 
 def _framework_model(m: ModelConfig, raw: Any, training: dict[str, Any]) -> ModelConfig:
