@@ -209,6 +209,9 @@ def rtexport_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Ca
 
 # ------------------------------------------------------------------------------ chakradur
 
+SCHEMA_MAX_S = (2**64 - 1) * 1e-6
+"""The longest node Chakra's ``uint64 duration_micros`` states (mlcommons/chakra@6dc63e14
+schema/protobuf/et_def.proto, message Node field 7): past it a duration must be refused."""
 US = [0, 1, 2**53, 2**63, 2**64 - 1, 2**64, 2**66, 2**70 - 1]
 EXACT: list[tuple[str, Any]] = [("double", 5e-324), ("double", 1e13), ("double", 1.8e13),
                                 ("double", 1.9e13), ("double", 1e308), ("double", -0.0),
@@ -231,7 +234,7 @@ def chakradur_cases(workdir: str) -> Callable[[], Iterator[Case]]:
         nodes = read_et(ex.paths[0])[1]
 
         def attempt(edited: list[Any], exact: bool, longest: float,
-                    extra: bytes = b"") -> str | None:
+                    extra: bytes = b"", past: bool = False) -> str | None:
             msgs = [encode_node(n) for n in edited]
             msgs[0] += extra
             ex.paths[0].write_bytes(wire.write_delimited([encode_metadata(), *msgs]))
@@ -239,6 +242,8 @@ def chakradur_cases(workdir: str) -> Callable[[], Iterator[Case]]:
                 t = read_chakra(d / "w", exact=exact)
             finally:
                 ex.paths[0].write_bytes(data)
+            if past:
+                return f"a duration past the schema's uint64 microseconds read as {t!r} s"
             if not (math.isfinite(t) and t >= longest * (1 - 1e-12)):
                 return f"read back as {t!r} (its longest node lasts {longest!r} s)"
             return None
@@ -258,15 +263,18 @@ def chakradur_cases(workdir: str) -> Callable[[], Iterator[Case]]:
                 else:  # past a uint64: written as a second varint of field 7 (the last wins)
                     extra = wire.key(N_DUR, wire.VARINT) + wire.varint(us)
                     yield f"duration_micros={us} (a {us.bit_length()}-bit varint)", (
-                        lambda x=extra: attempt([plain(nodes[0]), *nodes[1:]], False, 0.0, x))
+                        lambda x=extra: attempt([plain(nodes[0]), *nodes[1:]], False, 0.0, x,
+                                                past=True))
         for kind, value in EXACT:
             for where in ("first", "two", "every"):
                 k = {"first": 1, "two": 2, "every": len(nodes)}[where]
                 edited = [dataclasses.replace(n, attrs={**n.attrs, "trainsim.duration_s":
                                                         (kind, value)}) for n in nodes[:k]]
                 longest = max(float(value), 0.0) if kind != "string" else 0.0
+                past = kind != "string" and float(value) > SCHEMA_MAX_S
                 yield f"trainsim.duration_s={kind} {value!r} {where}", (
-                    lambda e=edited + nodes[k:], lo=longest: attempt(e, True, lo))
+                    lambda e=edited + nodes[k:], lo=longest, x=past: attempt(e, True, lo,
+                                                                             past=x))
     return cases
 
 
@@ -371,12 +379,147 @@ def http_cases(workdir: str) -> Callable[[], Iterator[Case]]:
     return cases
 
 
+# ------------------------------------------------------------------------------ valfiles
+
+CELLS = ["0", "-1", "1e400", "1" + "0" * 30, str(2**63), "1e-300", "nan", "inf", "1,024",
+         "1e3", "", "x", "2.5"]
+"""A numeric cell of a kernels CSV as another tool may write it (1e400: a float's overflow)."""
+RECORD_VALUES: list[Any] = [0, -1, 10**30, 2**63, 1e-300, 1e308, 2.5, "8", None, [], True]
+"""A layers record's number (shape, seq, mbs, a time) as another tool may write it."""
+RECORD_RAW = ["1e400", "NaN", "-Infinity", "1" + "0" * 5000]
+
+
+def _kernel_rows() -> list[dict[str, str]]:
+    """Two rows of each (kind, implementation) of the bundled kernels files and benchmarks'
+    SSD rows (the Triton SSD chunk scan: 2,560-5,120 groups)."""
+    import csv
+
+    from trainsim.validate import common  # noqa: F401  (the package's data folder below)
+
+    here = Path(__file__).resolve().parent
+    data = here.parent / "src" / "trainsim" / "data" / "validation"
+    out: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for path in (data / "kernels_published.csv", data / "kernels_h100_measured.csv",
+                 here / "kernels_ssd.csv"):
+        with open(path, newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                kept = out.setdefault((row["kind"], row["implementation"]), [])
+                if len(kept) < 2:
+                    kept.append(row)
+    return [r for rows in out.values() for r in rows]
+
+
+def _validate(path: Path) -> dict[str, Any]:
+    from fuzz51 import _errors, _invoke
+
+    r = _invoke(["validate", str(path), "--format", "json"])
+    if r.exit_code != 0:
+        lines = _errors(r)
+        if len(lines) != 1:
+            raise AssertionError(f"validate exit {r.exit_code} with {len(lines)} lines")
+        raise TrainsimError(lines[0])  # the file refused in one line
+    return json.loads(r.stdout)
+
+
+def _rows_checked(got: dict[str, Any], clean: dict[str, Any], damaged: str) -> str | None:
+    rows = {r["id"]: r for r in got["rows"]}
+    for rid, row in rows.items():
+        err = row.get("error")
+        if rid == damaged:
+            if err is not None and (not str(err).strip() or "\n" in str(err).strip()):
+                return f"the damaged row's error is not one line: {str(err)[:100]}"
+            p = row.get("predicted")
+            if err is None and not (isinstance(p, (int, float)) and math.isfinite(p) and p > 0):
+                return f"the damaged row predicted {p!r} with no error"
+        elif row.get("predicted") != clean[rid].get("predicted"):
+            return f"an untouched row {rid} predicted {row.get('predicted')!r}, not " \
+                   f"{clean[rid].get('predicted')!r}"
+    failed = sum(1 for r in got["rows"] if r.get("error") is not None)
+    if got["summary"].get("failed") != failed:
+        return f"summary.failed {got['summary'].get('failed')} of {failed} rows with an error"
+    return None
+
+
+def valfiles_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Case]]:
+    def cases() -> Iterator[Case]:
+        import csv
+
+        rows = _kernel_rows()
+        columns = list(rows[0].keys())
+        numeric = [c for c in columns if c not in ("id", "source", "gpu", "kind",
+                                                   "implementation", "dtype", "note",
+                                                   "measured_unit", "causal")]
+        d = Path(tempfile.mkdtemp(dir=workdir))
+        clean_of: dict[str, dict[str, Any]] = {}
+
+        def write(path: Path, chosen: list[dict[str, str]]) -> None:
+            with open(path, "w", newline="", encoding="utf-8") as f:
+                w = csv.DictWriter(f, fieldnames=columns)
+                w.writeheader()
+                w.writerows(chosen)
+
+        def one(i: int, column: str, cell: str) -> str | None:
+            other = rows[(i + 1) % len(rows)]
+            pair = [dict(rows[i]), other]
+            key = f"{rows[i]['id']}|{other['id']}"
+            if key not in clean_of:
+                write(d / "clean.csv", pair)
+                clean_of[key] = {r["id"]: r for r in _validate(d / "clean.csv")["rows"]}
+            pair[0][column] = cell
+            write(d / "damaged.csv", pair)
+            return _rows_checked(_validate(d / "damaged.csv"), clean_of[key], rows[i]["id"])
+
+        for i, row in enumerate(rows):
+            for column in numeric:
+                if not row[column].strip():
+                    continue  # a cell its kind does not read (checked by fuzz15)
+                for cell in CELLS:
+                    yield f"kernels {row['id']} {column}={cell[:12]}", (
+                        lambda i=i, c=column, v=cell: one(i, c, v))
+        # layers records
+        src = Path(__file__).resolve().parent.parent / "src" / "trainsim" / "data" / \
+            "validation" / "layers_h100_measured.jsonl"
+        records = [json.loads(x) for x in src.read_text(encoding="utf-8").splitlines()[:3]]
+
+        def record(j: int, path: tuple[str, ...], value: Any, raw: str | None) -> str | None:
+            recs = copy.deepcopy(records)
+            target = recs[j]
+            for k in path[:-1]:
+                target = target[k]
+            target[path[-1]] = "@@" if raw is not None else value
+            text = "\n".join(json.dumps(r) for r in recs)
+            if raw is not None:
+                text = text.replace('"@@"', raw)
+            (d / "layers.jsonl").write_text(text + "\n", encoding="utf-8")
+            (d / "clean.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n",
+                                           encoding="utf-8")
+            if "layers" not in clean_of:
+                clean_of["layers"] = {r["id"]: r for r in _validate(d / "clean.jsonl")["rows"]}
+            got = _validate(d / "layers.jsonl")
+            damaged = got["rows"][j]["id"] if j < len(got["rows"]) else None
+            return _rows_checked(got, clean_of["layers"], damaged)
+
+        paths = [("shape", "h"), ("shape", "ffn"), ("shape", "heads"), ("shape", "kv"),
+                 ("seq",), ("mbs",), ("fwd_ms",), ("fwd_bwd_ms",), ("params",),
+                 ("saved_activation_bytes",)]
+        for j in range(len(records)):
+            for path in paths:
+                for value in RECORD_VALUES:
+                    yield f"layers record {j} {'.'.join(path)}={value!r}", (
+                        lambda j=j, p=path, v=value: record(j, p, v, None))
+                for raw in RECORD_RAW:
+                    yield f"layers record {j} {'.'.join(path)}={raw[:12]}", (
+                        lambda j=j, p=path, r=raw: record(j, p, None, r))
+    return cases
+
+
 # ------------------------------------------------------------------------------ main
 
 def main(argv: list[str] | None = None) -> int:
     return fuzz_checks.seeded_round(52, argv, lambda workdir, rng: {
         "rtconfig": rtconfig_cases(workdir, rng), "rtexport": rtexport_cases(workdir, rng),
-        "chakradur": chakradur_cases(workdir), "http": http_cases(workdir)},
+        "chakradur": chakradur_cases(workdir), "http": http_cases(workdir),
+        "valfiles": valfiles_cases(workdir, rng)},
                                     CPU_LIMIT_S, CPU_HANG_S)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,16 @@ MODES = {"eager": False, "compile": True}
 """A record's ``mode``: run as written, or under ``torch.compile``."""
 
 
+def json_int(text: str) -> int | float:
+    """A JSON integer as ``json`` reads it, but one longer than Python's integer-conversion
+    limit (``sys.get_int_max_str_digits``, 4,300 digits) as the float it stands for (inf):
+    refused by its field's check, naming the field (robust52: a 5,001-digit ``seq`` raised
+    "Exceeds the limit (4300 digits) for integer string conversion", and on a file's first
+    record told "no layer record")."""
+    limit = sys.get_int_max_str_digits()
+    return int(text) if not limit or len(text.lstrip("-")) <= limit else float(text)
+
+
 def is_layers_file(path: str | Path) -> bool:
     """A JSON-lines file of layer records (its first record has ``kind: layer``; blank lines
     before it and a UTF-8 byte-order mark, as Windows editors write, are passed over, as
@@ -60,7 +71,7 @@ def is_layers_file(path: str | Path) -> bool:
                 head = fh.readline(65536).decode("utf-8", "replace").removeprefix("\ufeff")
                 if head.strip() or not head:
                     break
-        return json.loads(head).get("kind") == "layer"
+        return json.loads(head, parse_int=json_int).get("kind") == "layer"
     except (OSError, ValueError, AttributeError, RecursionError):
         return False
 
@@ -172,7 +183,7 @@ def validate_layers(path: str | Path, compute_db: str | None = "auto") -> list[R
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = json.loads(line, parse_int=json_int)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path} line {i} is not JSON: {exc}") from None
         except RecursionError:  # json's decoder recurses once a bracket (fuzz44)
