@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from helpers import cli, one_error_line
@@ -196,3 +197,104 @@ def test_plans_days_show_enough_digits_to_miss_the_deadline():
 
     r = CliRunner().invoke(cmd, [])
     assert r.exit_code == 1 and "takes 1.00004 days" in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------ fuzz52: resolved configs read back
+
+def _bases52():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import fuzz52
+    return fuzz52
+
+
+@pytest.mark.parametrize("name", ["dense", "moe", "mla", "hybrid", "latent"])
+def test_a_resolved_config_reads_back_as_itself(tmp_path, name):
+    """simulate --format json's ``config`` (every default filled in) was refused when read back:
+    "unknown node 'custom'" (ClusterConfig's own word for no node preset), and a 16-bit run's
+    stated default recipe was then warned of as ignored."""
+    import warnings
+
+    import yaml
+
+    from trainsim.catalog import load_run_config, run_config_from_dict
+    from trainsim.simulator import simulate
+
+    cfg = run_config_from_dict(json.loads(json.dumps(_bases52().SMALL[name])))
+    result = simulate(cfg)
+    resolved = result.to_dict()["config"]
+    assert resolved["cluster"]["node"] == "custom"
+    for path, text in ((tmp_path / "r.json", json.dumps(resolved)),
+                       (tmp_path / "r.yaml", yaml.safe_dump(resolved))):
+        path.write_text(text)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            back = load_run_config(str(path))
+        assert back == cfg
+        assert [str(w.message) for w in said] == []
+        assert simulate(back).iteration_time_s == result.iteration_time_s
+
+
+def test_node_custom_without_a_gpu_asks_for_the_gpu():
+    from trainsim.catalog import run_config_from_dict
+
+    with pytest.raises(ConfigError, match="cluster.gpu is required"):
+        run_config_from_dict({"model": "llama3.2-1b", "cluster": {"node": "custom",
+                                                                  "num_gpus": 8}})
+
+
+def test_a_stated_recipe_other_than_the_runs_own_is_still_warned_of():
+    """The warning stays for a recipe that is not the one the run would hold anyway."""
+    import warnings
+
+    from trainsim.catalog import run_config_from_dict
+
+    for recipe, warned in (("delayed", False), ("mxfp8", True)):
+        cfg = json.loads(json.dumps(SMALL))
+        cfg["training"]["fp8_recipe"] = recipe
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            run_config_from_dict(cfg)
+        got = [str(w.message) for w in said if "fp8_recipe" in str(w.message)]
+        assert bool(got) is warned, got
+
+
+def test_the_service_takes_a_resolved_config_back(tmp_path):
+    pytest.importorskip("fastapi")
+    fuzz52 = _bases52()
+    from trainsim.catalog import run_config_from_dict
+    from trainsim.simulator import simulate
+
+    client, headers = fuzz52._client(str(tmp_path), {})
+    resolved = simulate(run_config_from_dict(json.loads(json.dumps(
+        fuzz52.SMALL["latent"])))).to_dict()["config"]
+    r = client.post("/api/v1/jobs", json={"kind": "simulate", "config": resolved},
+                    headers=headers)
+    assert r.status_code == 202, r.text
+
+
+# ------------------------------------------------------------------ fuzz52: layers records
+
+@pytest.mark.parametrize("line", [0, 1])
+def test_a_layers_integer_past_pythons_digit_limit_names_its_field(tmp_path, line):
+    """A 5,001-digit fwd_bwd_ms raised "Exceeds the limit (4300 digits) for integer string
+    conversion" (line 2), or on line 1 was told "no layer record"."""
+    src = Path(__file__).resolve().parents[1] / "src" / "trainsim" / "data" / "validation" \
+        / "layers_h100_measured.jsonl"
+    records = [json.loads(x) for x in src.read_text().splitlines()[:2]]
+    records[line]["fwd_bwd_ms"] = "@@"
+    path = tmp_path / "layers.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records).replace('"@@"', "1" + "0" * 5000))
+    err = one_error_line(cli("validate", str(path), "--format", "json"))
+    assert f"line {line + 1}: fwd_bwd_ms=inf must be a positive number" in err, err
+
+
+# ------------------------------------------------------------------ fuzz52: the round
+
+def test_fuzz52_samples_find_no_class():
+    """A seeded sample of the round's fast surfaces (the whole round: -m slow)."""
+    assert _bases52().main(["--only", "rtconfig,chakradur", "--count", "30"]) == 0
+
+
+@pytest.mark.slow
+def test_the_whole_fuzz52_round_finds_no_class():
+    assert _bases52().main([]) == 0
