@@ -379,6 +379,71 @@ def http_cases(workdir: str) -> Callable[[], Iterator[Case]]:
     return cases
 
 
+# ------------------------------------------------------------------------------ rtsearch
+
+SEARCH_PRESETS = {"nemotron-h-8b": 16, "nemotron-3-nano-30b-a3b": 16, "mixtral-8x7b": 16,
+                  "deepseek-v2-lite": 16, "llama3.2-1b": 8, "qwen3-30b-a3b": 16}
+SEARCH_DRAWS = {"--tp": ["1,2", "1,2,4", "2"], "--pp": ["1", "1,2", "2,4"], "--cp": ["1", "1,2"],
+                "--ep": ["1,8", "2,4,8", "8"], "--dispatcher": ["alltoall", "alltoall,deepep"],
+                "--schedules": ["1f1b,interleaved_1f1b", "zb_h1,1f1b", "dualpipe,1f1b"],
+                "--recompute": ["none", "selective", "none,full"], "--zero": ["0,1", "1,3"],
+                "--dtype": ["bf16", "fp8"], "--max-micro-batch": ["1", "2"],
+                "--overlap": ["on", "off", "search"]}
+
+
+def _rtsearch(preset: str, gpus: int, extra: list[str], plan: bool) -> str | None:
+    """Each ranked entry's ``parallel`` section (the JSON's "reproduces it under simulate") over
+    the search's base simulates to the entry's iteration, to the bit."""
+    from fuzz51 import _errors, _invoke
+
+    from trainsim.catalog import run_config_from_dict
+    from trainsim.simulator import simulate
+
+    head = ["plan", preset, "--tokens", "1e10", "--days", "30", "--max-gpus", str(gpus)] if plan \
+        else ["search", preset, "--gpus", str(gpus), "--global-batch", "32", "--top", "3"]
+    r = _invoke([*head, "--seq", "4096", "--workers", "1", "--format", "json", *extra])
+    if r.exit_code == 2:
+        lines = _errors(r)
+        if len(lines) != 1:
+            return f"a refusal of {len(lines)} lines"
+        raise TrainsimError(lines[0])
+    if r.exit_code not in (0, 1) or (r.exit_code == 1 and not plan):
+        return f"exit {r.exit_code}: {_errors(r)[:1]}"
+    out = json.loads(r.stdout)
+    entries = [out[k] for k in ("best", "closest") if out.get(k)] if plan else out["top"]
+    for e in entries:
+        raw = {"model": preset, "parallel": e["parallel"],
+               "training": {"global_batch_size": 2**round(math.log2(4 * 2**20 / 4096)) if plan
+                            else 32,
+                            "seq_length": 4096, "micro_batch_size": e["config"]["micro_batch_size"],
+                            "dtype": e["config"].get("dtype") or
+                            (extra[extra.index("--dtype") + 1] if "--dtype" in extra else "bf16")},
+               "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": e["config"]["num_gpus"],
+                           "gpus_per_node": 8}}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = simulate(run_config_from_dict(raw)).iteration_time_s
+        if got != e["iteration_time_s"]:
+            return f"{e['label']}: its parallel section simulates to {got!r}, not " \
+                   f"{e['iteration_time_s']!r}"
+    return None
+
+
+def rtsearch_cases(rng: random.Random) -> Callable[[], Iterator[Case]]:
+    def cases() -> Iterator[Case]:
+        presets = list(SEARCH_PRESETS)
+        for i in range(36):
+            preset = presets[i % len(presets)]
+            extra: list[str] = []
+            for option, values in SEARCH_DRAWS.items():
+                if rng.random() < 0.3:
+                    extra += [option, rng.choice(values)]
+            plan = i % 6 == 5
+            yield f"{'plan' if plan else 'search'} {preset} {' '.join(extra)}", (
+                lambda p=preset, x=extra, pl=plan: _rtsearch(p, SEARCH_PRESETS[p], x, pl))
+    return cases
+
+
 # ------------------------------------------------------------------------------ valfiles
 
 CELLS = ["0", "-1", "1e400", "1" + "0" * 30, str(2**63), "1e-300", "nan", "inf", "1,024",
@@ -519,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
     return fuzz_checks.seeded_round(52, argv, lambda workdir, rng: {
         "rtconfig": rtconfig_cases(workdir, rng), "rtexport": rtexport_cases(workdir, rng),
         "chakradur": chakradur_cases(workdir), "http": http_cases(workdir),
-        "valfiles": valfiles_cases(workdir, rng)},
+        "valfiles": valfiles_cases(workdir, rng), "rtsearch": rtsearch_cases(rng)},
                                     CPU_LIMIT_S, CPU_HANG_S)
 
 
