@@ -50,7 +50,13 @@ from trainsim.config.model import check_model_source
 from trainsim.config.parallel import ALIASES
 from trainsim.config.safe_load import load_file, parse_value, shown_path
 from trainsim.config.training import fp8_recipe_ignored
-from trainsim.errors import CatalogError, ConfigError, SettingReplaced, TrainsimWarning
+from trainsim.errors import (
+    CatalogError,
+    ConfigError,
+    SettingReplaced,
+    TrainsimError,
+    TrainsimWarning,
+)
 from trainsim.lazy import lazy_getattr
 
 _ROOT = Path(__file__).parent
@@ -517,16 +523,19 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
 
 
 def _unstated_recipe(parallel_raw: dict[str, Any], training_raw: dict[str, Any],
-                     gpu_name: Any) -> str:
+                     gpu_name: Any) -> str | None:
     """The fp8 recipe a run would hold had its config not stated one (the framework's default,
-    else ``TrainingConfig``'s): a recipe stated at that value changes nothing, so it is not
-    warned of as ignored (robust52: every resolved config of a 16-bit run, which states the
-    recipe it holds, was warned of when read back)."""
+    else ``TrainingConfig``'s; None where that run is refused): a recipe stated at that value
+    changes nothing, so it is not warned of as ignored (robust52: every resolved config of a
+    16-bit run, which states the recipe it holds, was warned of when read back)."""
     training = {k: v for k, v in training_raw.items() if k != "fp8_recipe"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        apply_framework(dict(parallel_raw), training, gpu_name)
-        return build(TrainingConfig, training, "training").fp8_recipe
+        try:
+            apply_framework(dict(parallel_raw), training, gpu_name)
+            return build(TrainingConfig, training, "training").fp8_recipe
+        except TrainsimError:
+            return None
 
 
 def _framework_model(m: ModelConfig, raw: Any, training: dict[str, Any]) -> ModelConfig:
