@@ -34,8 +34,14 @@ C B^T, the chunk states and their passing recomputed (lines 441-448), ``_chunk_s
 ``_chunk_scan_bwd_dstates``, ``_state_passing_bwd``, ``_chunk_scan_chunk_state_bwd_dx``,
 ``_chunk_state_bwd_db``, ``_chunk_scan_bwd_dC``, ``_chunk_scan_bwd_dcb``, two
 ``_bmm_chunk_bwd``, the reverse cumsum of ddA in torch ops, ``_chunk_scan_bwd_ddAcs_stable``,
-``_chunk_cumsum_bwd`` and ``causal_conv1d_bwd``: nine matmul kernels and seven memory-bound
-ones, one pass each.
+``_chunk_cumsum_bwd`` and ``causal_conv1d_bwd``: ten matmul kernels (C B^T and the chunk
+states recomputed among them) and seven memory-bound ones, one pass each, beside the torch ops
+on ``ddA``. Around them the backward issues small torch and pre-hook kernels the
+Triton ones need (``scan_workspace``): the copy ``dt_in = dt.clone()`` (line 440), the sums of
+the split kernels' fp32 partials (``dB``, ``dC``, ``dcb`` over ``nsplits``), the zeroing of the
+buffers the kernels add into atomically, the partial ``dD`` / ``ddA`` sums and their casts; and
+its recomputed states pass in fp32 (``_state_passing_fwd`` is called without ``out_dtype``,
+lines 443-446, so it writes the fp32 states' dtype: ssd_state_passing.py line 206).
 """
 
 from __future__ import annotations
@@ -128,6 +134,9 @@ def scan_backward(fwd: list[Op]) -> list[Op]:
         if isinstance(op, Gemm):
             return Gemm(f"{op.name}.recompute", m=op.m, n=op.n, k=op.k, batch=op.batch,
                         grouped=TRITON)
+        if op is passing:  # fp32 states out (module docstring)
+            return Elementwise(f"{op.name}.recompute", bytes=per_head * p * n * 2 * STATE_BYTES,
+                               kernel=passing.kernel)
         return Elementwise(f"{op.name}.recompute", bytes=op.bytes,
                            kernel=cast(Elementwise, op).kernel)
 
@@ -135,7 +144,11 @@ def scan_backward(fwd: list[Op]) -> list[Op]:
         return Gemm(f"{SSD}{name}", m=rows, n=cols, k=k, batch=batch, grouped=TRITON)
 
     return [
-        redo(conv), redo(cumsum), redo(cb), redo(state), redo(passing),
+        redo(conv),
+        # dt_in = dt.clone() (dt a slice of zxBCdt): the first kernel of the scan's backward
+        Elementwise(SSD + "dt_clone", bytes=2 * tokens_heads * ACT, kernel="copy", impl="eager",
+                    py_kernels=1),
+        redo(cumsum), redo(cb), redo(state), redo(passing),
         # reads x, z, the saved output and its gradient; writes dz and the ungated gradient
         Elementwise(SSD + "chunk_scan_bwd_dz", bytes=6 * d_tokens * ACT, kernel="ssd_bwd_dz"),
         mm("chunk_scan_bwd_dstates", n, p, q, per_head),
@@ -148,15 +161,61 @@ def scan_backward(fwd: list[Op]) -> list[Op]:
         mm("chunk_scan_bwd_dcb", q, q, p, per_head),
         mm("bmm_chunk_bwd_db", q, n, q, per_group),
         mm("bmm_chunk_bwd_dc", q, n, q, per_group),
-        # ddA_cumsum_prev.flip(-1).cumsum(-1).flip(-1) and two adds, fp32, in torch
+        # ddA_cumsum_prev[..., -1] += ..., .flip(-1).cumsum(-1).flip(-1), ddA += ddA_next +
+        # ddA_prev: six torch kernels over fp32 (ssd_combined.py lines 500-507)
         Elementwise(SSD + "ddA_reverse_cumsum", bytes=5 * 2 * tokens_heads * STATE_BYTES,
-                    kernels=5, kernel="copy", impl="eager"),
+                    kernels=6, py_kernels=6, kernel="copy", impl="eager"),
         mm("chunk_scan_bwd_ddacs", q, q, p, per_head),
         # reads ddA and ddt (fp32) and dt, writes ddt
         Elementwise(SSD + "chunk_cumsum_bwd", bytes=tokens_heads * (2 * STATE_BYTES + 2 * ACT),
                     kernel="ssd_cumsum.bwd"),
         # reads xBC and its gradient, writes the input gradient (weights' gradients beside)
         Elementwise(SSD + "conv1d.bwd", bytes=conv.bytes * 3 / 2, kernel="causal_conv1d.bwd"),
+        *scan_workspace(tokens_heads, per_group, q, n),
+    ]
+
+
+SPLIT_SUMS = 3
+"""``dB.sum(2)``, ``dC.sum(2)``, ``dcb.sum(2)``: torch sums of the fp32 partials the split
+backward kernels write, one per ``nsplits`` head split (state-spaces/mamba@e9594ce1
+ssd_chunk_state.py line 961, ssd_chunk_scan.py lines 1508 and 1557)."""
+WORKSPACE_KERNELS = 13
+"""The backward's other small kernels around its Triton ones (state-spaces/mamba@e9594ce1), the
+no-op casts of fp32 to fp32 left out: the autotune ``pre_hook`` zeroing of the buffers the
+kernels add into atomically, ``ddt`` and ``dD`` before ``_chunk_scan_chunk_state_bwd_dx``
+(ssd_combined.py lines 80-88), ``ddA`` before ``_chunk_state_bwd_db`` (ssd_chunk_state.py lines
+386-393) and ``_chunk_scan_bwd_dC`` (ssd_chunk_scan.py lines 518-525), ``dA`` and ``ddt_bias``
+before ``_chunk_cumsum_bwd`` (ssd_chunk_state.py lines 91-97), and the ``torch.zeros`` of ``dD``
+(ssd_combined.py line 288): 7; ``torch.cumsum`` of ``_chunk_state_bwd_db``'s ``ddA``
+(ssd_chunk_state.py line 968): 1; the partial sum of ``_chunk_scan_bwd_ddAcs_stable``
+(ssd_chunk_scan.py line 1728): 1; ``dD``'s two sums after ``_chunk_scan_chunk_state_bwd_dx``
+(ssd_combined.py lines 335-337): 2, its sum after ``_chunk_scan_bwd_dz`` (ssd_chunk_scan.py line
+1416): 1; ``ddA_chunk_cumsum``'s sum after ``_state_passing_bwd`` (ssd_state_passing.py line 280):
+1."""
+DDA_TILE = 32
+"""``BLOCK_SIZE_M_min`` of ``_chunk_scan_bwd_ddAcs_stable``: its fp32 ``ddA`` partials hold one
+row per 32 rows of the chunk (ssd_chunk_scan.py line 1709)."""
+
+
+def scan_workspace(tokens_heads: int, per_group: int, q: int, n: int) -> list[Op]:
+    """The backward's small torch and pre-hook kernels (``SPLIT_SUMS``, ``WORKSPACE_KERNELS``)
+    from the scan's sizes: ``tokens_heads`` (token, head) pairs, ``per_group`` (sequence, chunk,
+    group) problems of chunk ``q`` and state ``n``. The split sums read the fp32 partials and
+    write fp32: one split at least (``nsplits`` > 1 where a GPU's SMs outnumber a group's
+    heads' (chunk, head) problems, not priced); the zeroed ``ddt`` and ``ddA`` buffers and the
+    cumsum are (token, head) fp32 vectors, the ``ddA`` partial sum reads one per 32 chunk rows;
+    the ``dD`` ones are a few values per head and chunk. Each is a tensor method the Python of
+    the fused function's backward calls with no module, hook or autograd record around it (grad
+    mode is off in a backward): ``compute.host.PY_LAUNCH_S`` of host time a kernel."""
+    group_state = per_group * q * n  # (token, group) B or C elements
+    cb = per_group * q * q  # C B^T elements
+    return [
+        Elementwise(SSD + "split_sums", bytes=2 * 2 * group_state * STATE_BYTES
+                    + 2 * cb * STATE_BYTES, kernels=SPLIT_SUMS, py_kernels=SPLIT_SUMS,
+                    impl="eager"),
+        Elementwise(SSD + "workspace", kernels=WORKSPACE_KERNELS, py_kernels=WORKSPACE_KERNELS,
+                    impl="eager",
+                    bytes=tokens_heads * STATE_BYTES * (3 + 2 + math.ceil(q / DDA_TILE) + 1)),
     ]
 
 
@@ -167,4 +226,4 @@ def mamba_backward_flops(cfg: RunConfig, sh: Shard) -> float:
     return sum(op.flops for op in scan_backward(fwd) if isinstance(op, Gemm))
 
 
-__all__ = ["SSD", "SSD_LAST", "mamba_forward", "scan_backward"]
+__all__ = ["SSD", "SSD_LAST", "mamba_forward", "scan_backward", "scan_workspace"]
