@@ -15,6 +15,16 @@ Each TFLOP/s figure is turned into milliseconds with the benchmark's own FLOP co
 ``gemm_grouped`` row the way ``workload.mamba_block`` prices the kernel: one problem per
 (sequence, chunk, head), [C B^T * decay | C] (Q x (Q + N)) by [x ; states] ((Q + N) x P).
 
+A second source gives the conv1d the fused function runs before the scan: Dao-AILab/causal-conv1d
+PR #88 (paul-gibbons, merged 2025-12-12), "Determinism Benchmarks", prints the default
+(non-deterministic) ``causal_conv1d_bwd`` time on an NVIDIA RTX PRO 6000 Blackwell Workstation
+Edition at batch 4, dim 4128, width 4, bf16, bias, silu, contiguous layout, seqlen 128-16384
+(``CONV1D_PR88``). Each is a ``memory_bound`` row of the bytes the backward must move: x and dout
+read, dx written (the weight and bias gradients are 4128 x 5 values). The rows at seqlen <= 1024
+are left out: 1024 moves 101 MB in 27 us, 3.7 TB/s against the card's 1.79, so that harness
+reuses its tensors from the 128 MB L2; 2048 (203 MB) is marked ``L2-resident`` (1.69 TB/s: part
+of it served from L2, the validator leaves it out of the errors); 4096 and 16384 are HBM figures.
+
 Run: ``python benchmarks/kernels_ssd_rows.py > benchmarks/kernels_ssd.csv``
 (``--image PNG`` re-reads the bar tops from the figure, e.g. one written by
 ``git -C tilelang show 4f3523dc:benchmark/mamba2/mamba_benchmark_result.png``).
@@ -80,6 +90,33 @@ def bar_tops(path: str) -> dict[str, list[int]]:
     return out
 
 
+CONV1D_PR88 = {2048: 0.120, 4096: 0.275, 16384: 1.085}
+"""Dao-AILab/causal-conv1d PR #88's contiguous-layout table, column 'ms' (seqlen -> ms)."""
+CONV1D_BATCH, CONV1D_DIM = 4, 4128
+CONV1D_SOURCE = ("Dao-AILab/causal-conv1d PR #88 (2025-12-12, merged) 'Determinism Benchmarks', "
+                 "Contiguous Layout table, column ms (default, non-deterministic backward); GPU "
+                 "NVIDIA RTX PRO 6000 Blackwell Workstation Edition; python "
+                 "tests/benchmark_determinism_kernels.py --seqlen L")
+
+
+def conv1d_rows() -> list[dict[str, str]]:
+    out = []
+    for seq, ms in CONV1D_PR88.items():
+        nbytes = 3 * CONV1D_BATCH * CONV1D_DIM * seq * 2
+        row = dict.fromkeys(COLUMNS, "")
+        l2 = "; L2-resident: 203 MB against a 128 MB L2, faster than HBM" if seq == 2048 else ""
+        row.update(
+            id=f"causal-conv1d-pr88-rtxpro6000-bwd-s{seq}", source=CONV1D_SOURCE,
+            gpu="rtx-pro-6000-blackwell", kind="memory_bound", implementation="causal_conv1d",
+            dtype="bf16", bytes=str(nbytes), measured_value=f"{ms:.3f}", measured_unit="ms",
+            note=(f"causal_conv1d_bwd (Dao-AILab causal-conv1d CUDA kernel, the conv1d of "
+                  f"mamba_split_conv1d_scan_combined): batch {CONV1D_BATCH}, dim {CONV1D_DIM}, "
+                  f"width 4, seqlen {seq}, bias, silu; bytes = x and dout read, dx written, "
+                  f"3 x {CONV1D_BATCH} x {CONV1D_DIM} x {seq} x 2{l2}"))
+        out.append(row)
+    return out
+
+
 def rows(tops: dict[str, tuple[int, ...]] | None = None) -> list[dict[str, str]]:
     tops = tops or BAR_TOP_Y
     out = []
@@ -111,7 +148,7 @@ def main() -> None:
         return
     w = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
     w.writeheader()
-    w.writerows(rows())
+    w.writerows(rows() + conv1d_rows())
 
 
 if __name__ == "__main__":

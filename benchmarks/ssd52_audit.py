@@ -17,8 +17,8 @@ Three parts, all from published figures and source, nothing fitted into the simu
    ``HBM_EFFICIENCY``, the matmul kernels at the rate part 1 implies), beside the time the
    row's gap would need.
 3. Dao-AILab/causal-conv1d PR #88's published ``causal_conv1d_bwd`` times (NVIDIA RTX PRO 6000
-   Blackwell Workstation Edition, batch 4, 4128 channels, width 4, bf16, contiguous layout):
-   the bandwidth they imply against the card's 1792 GB/s.
+   Blackwell Workstation Edition, batch 4, 4128 channels, width 4, bf16, contiguous layout; the
+   rows of ``kernels_ssd.csv``): the bandwidth they imply against the card's 1792 GB/s.
 
 Moved bytes follow state-spaces/mamba@e9594ce1 mamba_ssm/ops/triton: ``ssd_combined.py``
 ``_mamba_chunk_scan_combined_fwd`` (lines 343-395) and ``_mamba_chunk_scan_combined_bwd``
@@ -160,6 +160,8 @@ def chunk_scan_rows(path: Path = HERE / "kernels_ssd.csv") -> list[dict[str, flo
     out = []
     with open(path) as f:
         for row in csv.DictReader(f):
+            if row["implementation"] != "triton":
+                continue
             g = catalog_gpu(row["gpu"])
             groups, m = int(row["groups"]), int(row["m"])
             seq = groups // (TILELANG.b * TILELANG.H) * TILELANG.Q  # problems are (b, chunk, h)
@@ -179,22 +181,21 @@ def chunk_scan_rows(path: Path = HERE / "kernels_ssd.csv") -> list[dict[str, flo
 
 # -- part 3: causal-conv1d PR #88 ----------------------------------------------------------------
 
-CONV1D_PR88 = ((2048, 0.120), (4096, 0.275), (16384, 1.085))
-"""Dao-AILab/causal-conv1d PR #88 (paul-gibbons, 2025-12-12, merged) 'Determinism Benchmarks',
-GPU NVIDIA RTX PRO 6000 Blackwell Workstation Edition, batch 4, dim 4128, width 4, bf16, bias,
-silu, contiguous layout: (seqlen, ms) of the default (non-deterministic) backward. The rows at
-seqlen 128-1024 (0.025 / 0.024 / 0.027 ms) are left out: 1024 moves 101 MB in 27 us, 3.7 TB/s,
-twice the card's HBM, so the harness reuses its tensors from the 128 MB L2 call after call."""
 RTX_PRO_6000_BW = 1792e9
-"""GDDR7 bandwidth of the RTX PRO 6000 Blackwell (512-bit, 28 Gb/s: 1792 GB/s; NVIDIA's GTC
-2025 announcement as reported by VideoCardz / gpu.name)."""
+"""GDDR7 bandwidth of the RTX PRO 6000 Blackwell (512-bit, 28 Gb/s: 1792 GB/s; the catalog's
+``rtx-pro-6000-blackwell``)."""
 
 
-def conv1d_rows() -> list[tuple[int, float, float]]:
-    """(seqlen, bytes, share of the card's bandwidth) of each row: the backward reads x and dout
-    and writes dx (the weight and bias gradients are 4128 x 5 values)."""
-    return [(L, 3 * 4 * 4128 * L * E, 3 * 4 * 4128 * L * E / (ms * 1e-3) / RTX_PRO_6000_BW)
-            for L, ms in CONV1D_PR88]
+def conv1d_rows(path: Path = HERE / "kernels_ssd.csv") -> list[tuple[int, float, float]]:
+    """(seqlen, bytes, share of the card's bandwidth) of each causal-conv1d PR #88 row of
+    ``kernels_ssd.csv`` (``kernels_ssd_rows.conv1d_rows``: x and dout read, dx written)."""
+    out = []
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            if row["implementation"] == "causal_conv1d":
+                nbytes, t = float(row["bytes"]), float(row["measured_value"]) * 1e-3
+                out.append((int(row["id"].rsplit("-s", 1)[1]), nbytes, nbytes / t / RTX_PRO_6000_BW))
+    return out
 
 
 # -- part 2: a hybrid row's Mamba layer ------------------------------------------------------------

@@ -155,3 +155,24 @@ def test_audit_conv1d_rows_are_hbm_bound():
         assert 0.80 < rows[L] < HBM_EFFICIENCY
     assert rows[2048] > 0.9
     assert math.isclose(audit().conv1d_rows()[0][1], 3 * 4 * 4128 * 2048 * 2)
+
+
+def test_conv1d_backward_rows_price_as_memory_bound():
+    """benchmarks/kernels_ssd.csv's causal-conv1d rows (PR #88, RTX PRO 6000 Blackwell): the
+    two HBM figures (seqlen 4096, 16384) are priced within 3 % by the bytes the backward moves at
+    HBM_EFFICIENCY; the 2048 row (203 MB, a 128 MB L2) is priced but left out as L2-resident."""
+    import csv
+
+    from trainsim.validate.kernels import predict_kernel_row
+
+    rows = [r for r in csv.DictReader((ROOT / "benchmarks" / "kernels_ssd.csv").open())
+            if r["implementation"] == "causal_conv1d"]
+    assert [r["id"][-6:] for r in rows] == ["-s2048", "-s4096", "s16384"]
+    for row in rows:
+        res = predict_kernel_row(row, compute_db=None)
+        assert res.error is None
+        if row["id"].endswith("s2048"):
+            assert "L2-resident" in res.extra["excluded"]
+            continue
+        assert "excluded" not in res.extra
+        assert abs(res.predicted / res.measured - 1) < 0.03, row["id"]

@@ -163,7 +163,7 @@ GEMM_LIBRARIES = frozenset({"cublas", "cutlass", "deepgemm", "tilelang", "triton
 measured maximum), their own promotion of fp8 sums apart (``kernels.FP8_FAST_ACCUM``). Any
 other name is an error: a typo or an unknown library is not priced as a guess."""
 
-MEMORY_LIBRARIES = frozenset({"liger", "vllm", "torch", "triton", "cub", "cute"})
+MEMORY_LIBRARIES = frozenset({"liger", "vllm", "torch", "triton", "cub", "cute", "causal_conv1d"})
 """Libraries of the memory-bound rows whose kernel structure ``kernels.MEMORY_VARIANTS`` reads;
 any other name is an error."""
 
