@@ -225,14 +225,19 @@ def layer_audit(path: str, row_id: str | None) -> None:
     assert s.H * s.P == inner(m) // t
     moved = moved_bytes(s, g.num_sms)
     # the published chunk scan's share of the bf16 ceiling (median of the rows), on this GPU
-    rate = statistics.median(r["peak_share"] for r in chunk_scan_rows()) * g.gemm_ceiling("bf16")
+    rows1 = chunk_scan_rows()
+    rate = statistics.median(r["peak_share"] for r in rows1) * g.gemm_ceiling("bf16")
+    # ... or its H800 rate per SM-clock, on this GPU's SMs and clock (a latency-bound kernel)
+    h800 = catalog_gpu("h800-sxm-80gb")
+    sm_rate = (statistics.median(r["rate"] for r in rows1) * g.num_sms * (g.max_sm_clock_mhz or 0)
+               / (h800.num_sms * (h800.max_sm_clock_mhz or 1)))
     lf = layer_forward(cfg, sh, "M")
     print(f"\n{row['id']} ({row['gpu']}): predicted {res.predicted:.3f} s, measured "
           f"{res.measured:.3f} s; rank shape b {s.b} L {s.L} H {s.H} G {s.G} P {s.P} N {s.N} "
           f"Q {s.Q}, nsplits {nsplits(s, g.num_sms)}")
     print(f"{'kernel':34s} {'priced us':>9s} {'priced MB':>9s} {'moved MB':>9s} {'GFLOP':>7s} "
-          f"{'alt us':>7s}")
-    total = {"priced": 0.0, "alt": 0.0}
+          f"{'alt us':>7s} {'per-SM us':>9s}")
+    total = {"priced": 0.0, "alt": 0.0, "sm": 0.0}
     seen: set[str] = set()
     for ops in (lf, backward_of(lf, sh)):
         priced = pricer.price(ops)
@@ -244,20 +249,24 @@ def layer_audit(path: str, row_id: str | None) -> None:
             mv = moved[name]
             seen.add(name)
             flops = op.flops if isinstance(op, Gemm) else 0.0
-            alt = max(mv / (g.hbm_bw_Bps * HBM_EFFICIENCY), flops / rate if flops else 0.0) \
-                + kernel_launches(op) * LAUNCH_S
+            mem, launch = mv / (g.hbm_bw_Bps * HBM_EFFICIENCY), kernel_launches(op) * LAUNCH_S
+            alt = max(mem, flops / rate) + launch
+            per_sm = max(mem, flops / sm_rate) + launch if sm_rate else float("nan")
             total["priced"] += sec
             total["alt"] += alt
+            total["sm"] += per_sm
             print(f"{name:34s} {sec * 1e6:9.1f} {getattr(op, 'bytes', 0.0) / 1e6:9.1f} "
-                  f"{mv / 1e6:9.1f} {flops / 1e9:7.2f} {alt * 1e6:7.1f}")
+                  f"{mv / 1e6:9.1f} {flops / 1e9:7.2f} {alt * 1e6:7.1f} {per_sm * 1e6:9.1f}")
     missing = sorted(set(moved) - seen)
     assert not missing, f"kernels the audit counts and the workload has no op for: {missing}"
     layers = sum(layer_kind(m, i) == "M" for i in range(m.num_layers))
     per_iter = layers * cfg.num_microbatches * cfg.parallel.vpp / cfg.parallel.pp
     gap = res.measured - res.predicted
     print(f"conv1d + SSD per layer and micro-batch: priced {total['priced'] * 1e3:.3f} ms; "
-          f"moved bytes at {HBM_EFFICIENCY} of HBM, matmuls at the published chunk-scan "
-          f"rate, launches as priced ({rate / 1e12:.0f} TFLOP/s) {total['alt'] * 1e3:.3f} ms; the row's gap needs "
+          f"alt (moved bytes at {HBM_EFFICIENCY} of HBM, matmuls at the published chunk scan's "
+          f"share of the bf16 ceiling, {rate / 1e12:.0f} TFLOP/s here, launches as priced) "
+          f"{total['alt'] * 1e3:.3f} ms; per-SM (its H800 rate scaled by SMs x clock, "
+          f"{sm_rate / 1e12:.0f} TFLOP/s here) {total['sm'] * 1e3:.3f} ms; the row's gap needs "
           f"{total['priced'] * 1e3 + gap / per_iter * 1e3:.3f} ms")
 
 
