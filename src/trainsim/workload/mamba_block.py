@@ -39,7 +39,7 @@ states recomputed among them) and seven memory-bound ones, one pass each, beside
 on ``ddA``. Around them the backward issues small torch and pre-hook kernels the
 Triton ones need (``scan_workspace``): the copy ``dt_in = dt.clone()`` (line 440), the sums of
 the split kernels' fp32 partials (``dB``, ``dC``, ``dcb`` over ``nsplits``), the zeroing of the
-buffers the kernels add into atomically, the partial ``dD`` / ``ddA`` sums and their casts; and
+buffers the kernels add into atomically, the partial ``dD`` / ``ddA`` sums; and
 its recomputed states pass in fp32 (``_state_passing_fwd`` is called without ``out_dtype``,
 lines 443-446, so it writes the fp32 states' dtype: ssd_state_passing.py line 206).
 """
@@ -201,8 +201,10 @@ def scan_workspace(tokens_heads: int, per_group: int, q: int, n: int) -> list[Op
     """The backward's small torch and pre-hook kernels (``SPLIT_SUMS``, ``WORKSPACE_KERNELS``)
     from the scan's sizes: ``tokens_heads`` (token, head) pairs, ``per_group`` (sequence, chunk,
     group) problems of chunk ``q`` and state ``n``. The split sums read the fp32 partials and
-    write fp32: one split at least (``nsplits`` > 1 where a GPU's SMs outnumber a group's
-    heads' (chunk, head) problems, not priced); the zeroed ``ddt`` and ``ddA`` buffers and the
+    write fp32, one split priced: ``nsplits`` is a group's heads over min(ceil(chunks x heads /
+    SMs), its heads) heads a program, above 1 where a group holds more heads than there are
+    (chunk, head) problems per SM (2 at Nemotron-H 56B's tp-8 rank shape on 132 SMs), which the
+    workload, without the GPU, does not price; the zeroed ``ddt`` and ``ddA`` buffers and the
     cumsum are (token, head) fp32 vectors, the ``ddA`` partial sum reads one per 32 chunk rows;
     the ``dD`` ones are a few values per head and chunk. Each is a tensor method the Python of
     the fused function's backward calls with no module, hook or autograd record around it (grad
