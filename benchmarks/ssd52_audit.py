@@ -179,25 +179,6 @@ def chunk_scan_rows(path: Path = HERE / "kernels_ssd.csv") -> list[dict[str, flo
     return out
 
 
-# -- part 3: causal-conv1d PR #88 ----------------------------------------------------------------
-
-RTX_PRO_6000_BW = 1792e9
-"""GDDR7 bandwidth of the RTX PRO 6000 Blackwell (512-bit, 28 Gb/s: 1792 GB/s; the catalog's
-``rtx-pro-6000-blackwell``)."""
-
-
-def conv1d_rows(path: Path = HERE / "kernels_ssd.csv") -> list[tuple[int, float, float]]:
-    """(seqlen, bytes, share of the card's bandwidth) of each causal-conv1d PR #88 row of
-    ``kernels_ssd.csv`` (``kernels_ssd_rows.conv1d_rows``: x and dout read, dx written)."""
-    out = []
-    with open(path) as f:
-        for row in csv.DictReader(f):
-            if row["implementation"] == "causal_conv1d":
-                nbytes, t = float(row["bytes"]), float(row["measured_value"]) * 1e-3
-                out.append((int(row["id"].rsplit("-s", 1)[1]), nbytes, nbytes / t / RTX_PRO_6000_BW))
-    return out
-
-
 # -- part 2: a hybrid row's Mamba layer ------------------------------------------------------------
 
 def layer_audit(path: str, row_id: str | None) -> None:
@@ -268,6 +249,25 @@ def layer_audit(path: str, row_id: str | None) -> None:
           f"{total['alt'] * 1e3:.3f} ms; per-SM (its H800 rate scaled by SMs x clock, "
           f"{sm_rate / 1e12:.0f} TFLOP/s here) {total['sm'] * 1e3:.3f} ms; the row's gap needs "
           f"{total['priced'] * 1e3 + gap / per_iter * 1e3:.3f} ms")
+
+
+# -- part 3: causal-conv1d PR #88 ----------------------------------------------------------------
+
+RTX_PRO_6000_BW = 1792e9
+"""GDDR7 bandwidth of the RTX PRO 6000 Blackwell (512-bit, 28 Gb/s: 1792 GB/s; the catalog's
+``rtx-pro-6000-blackwell``)."""
+
+
+def conv1d_rows(path: Path = HERE / "kernels_ssd.csv") -> list[tuple[int, float, float]]:
+    """(seqlen, bytes, share of the card's bandwidth) of each causal-conv1d PR #88 row of
+    ``kernels_ssd.csv`` (``kernels_ssd_rows.conv1d_rows``: x and dout read, dx written)."""
+    out = []
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            if row["implementation"] == "causal_conv1d":
+                nbytes, t = float(row["bytes"]), float(row["measured_value"]) * 1e-3
+                out.append((int(row["id"].rsplit("-s", 1)[1]), nbytes, nbytes / t / RTX_PRO_6000_BW))
+    return out
 
 
 def main() -> None:
