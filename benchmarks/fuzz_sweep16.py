@@ -56,7 +56,7 @@ SERVER_CARDS = 10
 """Most dual-slot PCIe cards one server holds (Supermicro SYS-322GB-NR: 20 PCIe slots, ten
 dual-slot cards; The Register, 2024-10-10)."""
 PCIE_CARDS = ("a100-pcie-40gb", "a100-pcie-80gb", "h100-nvl-94gb", "h100-pcie-80gb",
-              "l40s-pcie-48gb")
+              "l40s-pcie-48gb", "rtx-pro-6000-blackwell")
 """The catalog's PCIe cards (each datasheet's PCIe form factor; no NVLink switch)."""
 BASE = """model: {hidden_size: 256, num_layers: 4, num_attention_heads: 4, vocab_size: 1024}
 training: {global_batch_size: 16, seq_length: 512}

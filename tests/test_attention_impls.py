@@ -178,12 +178,14 @@ def test_ampere_kernels_lose_half_again_on_blackwell_whatever_its_exponential_ra
 def test_hopper_tensor_cores_come_from_the_compute_capability_as_the_peaks_said():
     """Every catalog GPU reads the same from its compute capability as from the rule before
     the field (an NVIDIA GPU with fp8 peaks), and so does it without the field (a user's GPU
-    file); an Ada GPU (8.9: fp8 tensor cores, no wgmma) is not read as Hopper."""
+    file); an Ada GPU (8.9: fp8 tensor cores, no wgmma) and an RTX Blackwell one (12.x) are not
+    read as Hopper."""
     seen = set()
     for name in names("gpus"):
         spec = gpu(name)
         peaks_rule = spec.vendor == "nvidia" and "fp8" in spec.peak_flops
-        if spec.compute_capability == 89:  # the catalog's Ada GPU (L40S): what the field fixes
+        cc = spec.compute_capability or 0
+        if cc == 89 or 120 <= cc < 130:  # Ada (L40S), RTX Blackwell: fp8 peaks, mma.sync only
             assert peaks_rule and not has_hopper_tensor_cores(spec), name
             continue
         assert has_hopper_tensor_cores(spec) == peaks_rule, name

@@ -20,7 +20,8 @@ from trainsim.workload import ddp_buckets as d
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "src" / "trainsim" / "data" / "validation"
-PCIE = ("a100-pcie-40gb", "a100-pcie-80gb", "h100-nvl-94gb", "h100-pcie-80gb", "l40s-pcie-48gb")
+PCIE = ("a100-pcie-40gb", "a100-pcie-80gb", "h100-nvl-94gb", "h100-pcie-80gb", "l40s-pcie-48gb",
+        "rtx-pro-6000-blackwell")
 TINY = {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4, "vocab_size": 1024}
 
 
