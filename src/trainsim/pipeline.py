@@ -47,7 +47,13 @@ from trainsim.workload.grad_accumulation import (
     GRAD16_ACCUMULATION,
 )
 from trainsim.workload.ops import Comm, Gemm, Op
-from trainsim.workload.pipeline_schedules import orders, rank_of, virtual_stage, zb_w_fraction
+from trainsim.workload.pipeline_schedules import (
+    orders,
+    rank_of,
+    virtual_stage,
+    zb_2p_settled_from,
+    zb_w_fraction,
+)
 from trainsim.workload.schedule import Overlapped, Pass
 
 if TYPE_CHECKING:
@@ -205,6 +211,14 @@ class ScheduledPipeline:
             t_i[s] += self.split[v][0].duration_s
             t_w[s] += self.split[v][1].duration_s
         return t_f, t_i, t_w, self.g.send.duration_s
+
+    def settled_from(self) -> int | None:
+        """zb_2p's ``Searched.settled_from`` for the iteration (``cfg.num_microbatches``), read
+        from the priced pass times that :meth:`place` feeds its search, no pass placed (the
+        periodic shortcut's first question, ``steady_state``)."""
+        m = self.g.cfg.model
+        wf = zb_w_fraction(m.hidden_size, m.num_attention_heads, self.g.cfg.training.seq_length)
+        return zb_2p_settled_from(self.pp, self.g.cfg.num_microbatches, self._times(), wf)
 
     def sends(self, s: int, v: int, chunk: int, forward: bool) -> bool:
         """Whether a pass of virtual stage ``v`` on rank ``s`` sends to another rank."""

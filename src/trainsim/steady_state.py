@@ -60,7 +60,8 @@ from trainsim.engine import Timeline, run
 from trainsim.engine.periodic import FIXED, REL_TOL, period_in_run_s, period_of_state_s, period_s
 from trainsim.limits import limit, pass_tasks, simulation_tasks
 from trainsim.pricing import DP_STREAMS, Pricer
-from trainsim.simulator import AFTER, BEFORE, LayerSource, build_graph
+from trainsim.simulator import AFTER, BEFORE, LayerSource, _TaskGraph, build_graph
+from trainsim.steady_decay import hopeless, spread_s
 from trainsim.steady_gpipe import gpipe_proven, two_run_summary
 from trainsim.steady_grid import period_on_grid, uncontended_run
 from trainsim.summary import Summary, add_compute, critical_stage, stage_sums, totals
@@ -337,7 +338,7 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
     ones' orders are not the iteration's with rounds taken out, ``_extrapolate``)."""
     spent, longest, settles, m = 0.0, 0, 0, cfg.num_microbatches
     runs: dict[int, tuple] = {}  # a failed attempt's B, which is the next attempt's A
-    tries = list(tries)
+    tries, failed = list(tries), None  # failed: the last failed attempt's (A, spread)
     while tries:
         current = tries.pop(0)
         spent += _tasks(cfg, current)
@@ -345,6 +346,18 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
             break  # the full simulation's own check says so
         summary, how, mb = _extrapolate(cfg, pricer, layer_source, current.m_a, current.q,
                                         current.cut, current.unit, runs)
+        kept = runs.get(current.m_a + current.q)
+        if summary is None and how == "" and kept is not None and kept[2] is not None:
+            spread, makespan = kept[2]
+            if failed and tries and hopeless(failed, (current.m_a, spread),
+                                             max(t.m_a for t in tries), current.q, makespan,
+                                             current.m_a + current.q):
+                return None, (f"period not proven on truncated runs of up to "
+                              f"{current.m_a + current.q:,} micro-batches, their deviation "
+                              f"shrinking too slowly to be proven by runs of up to "
+                              f"{max(t.m_a for t in tries) + current.q:,} (contention damping "
+                              "it by a share each period)")
+            failed = current.m_a, spread
         if summary is not None:
             runs_s = {"one": f"a truncated run of {mb:,}",
                       "state": f"the loop's state repeating in a truncated run of {mb:,}"}.get(
@@ -504,6 +517,15 @@ def _grid_one_run(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | No
                             (cfg.num_microbatches - m_a) // q)
 
 
+def _settled_from(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None
+                  ) -> int | None:
+    """Where zb_2p's order search for ``cfg`` settles (``Searched.settled_from``), read from
+    the priced passes before any graph is built (the graph of a run too short for it would be
+    built for nothing)."""
+    from trainsim.pipeline import ScheduledPipeline
+    return ScheduledPipeline(_TaskGraph(cfg, pricer, layer_source, 1)).settled_from()
+
+
 def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None, m_a: int,
                  q: int, cut: int, unit: int, runs: dict[int, tuple] | None = None
                  ) -> tuple[Summary | None, str, int]:
@@ -524,19 +546,21 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     if name == "gpipe":  # two phases, paces per stream (steady_gpipe)
         gb = build_graph(cfg, pricer, layer_source, m_a + 1)
         tb = run(gb.tasks)
-        ga, ta = earlier or (build_graph(cfg, pricer, layer_source, m_a), None)
+        ga, ta = earlier[:2] if earlier else (build_graph(cfg, pricer, layer_source, m_a), None)
         ta = ta or run(ga.tasks)
         if not gpipe_proven(ta, tb, ga.tags, gb.tags, m_a):
             runs.clear()
-            runs[m_a + 1] = (gb, tb)
+            runs[m_a + 1] = (gb, tb, None)
             return None, "", 0
         return two_run_summary(cfg, ga, ta, gb, tb, m - m_a - 1), "two", m_a + 1
     built: dict[int, object] = {}  # zb_2p's graphs, built first for their orders
     if name == "zb_2p":  # its orders searched on the priced passes: the graphs hold them
-        built[m_a] = earlier[0] if earlier else build_graph(cfg, pricer, layer_source, m_a)
-        if not 0 < (built[m_a].settled_from or m) <= m_a:
+        settled = earlier[0].settled_from if earlier else _settled_from(cfg, pricer,
+                                                                        layer_source)
+        if not 0 < (settled or m) <= m_a:
             # A's order is not the iteration's with rounds taken out: go on from a long enough A
-            return None, "settles", built[m_a].settled_from or m
+            return None, "settles", settled or m
+        built[m_a] = earlier[0] if earlier else build_graph(cfg, pricer, layer_source, m_a)
         built[m_a + q] = build_graph(cfg, pricer, layer_source, m_a + q)
         found = insertion_cut(built[m_a].orders, built[m_a + q].orders, q,
                               [_end_passes(m_a, 1, name)] * pp)
@@ -582,7 +606,8 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
             one = _one_run(cfg, gb, tb, orders_b, warm_b, cut_b, shift, q, state)
             if one is not None:
                 return one, "state" if state else "one", m_a + q
-    ga, ta = earlier or (built.get(m_a) or build_graph(cfg, pricer, layer_source, m_a), None)
+    ga, ta = earlier[:2] if earlier else (
+        built.get(m_a) or build_graph(cfg, pricer, layer_source, m_a), None)
     ta = ta or run(ga.tasks)
     if tb is None:
         one = _one_run(cfg, ga, ta, orders, warm, cut_at[0], shift, q)
@@ -593,7 +618,8 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     period = None if pairs is None else period_s(ta, tb, *pairs)
     if period is None:
         runs.clear()
-        runs[m_a + q] = (gb, tb)
+        runs[m_a + q] = (gb, tb, None if pairs is None or not any(map(_slows, gb.tasks))
+                         else (spread_s(ta, tb, *pairs), tb.makespan_s))
         return None, "", 0
     return two_run_summary(cfg, ga, ta, gb, tb, (m - m_a - q) // q), "two", m_a + q
 

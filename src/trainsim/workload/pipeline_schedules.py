@@ -383,19 +383,39 @@ def zb_2p(pp: int, m: int, times: tuple[list[float], list[float], list[float], f
     (``m`` by default) is found without searching all of them, and a truncated run's orders
     (``m`` < ``m_total``) are that variant's, the iteration's with rounds taken out
     (``Searched.settled_from``)."""
-    from trainsim.workload.zb_search import build_order, upper_median
+    from trainsim.workload.zb_search import build_order
 
-    if times is None:  # equal passes, no send (every comparison scales: 1 unit each)
+    key = _search_key(pp, m_total or m, times, w_fraction)
+    variant, settled_from = _chosen(*key)
+    out = Searched(build_order(pp, m, key[2], key[3], 2.0 * pp, key[4], variant)[0])
+    out.settled_from = settled_from
+    return out
+
+
+def zb_2p_settled_from(pp: int, m_total: int,
+                       times: tuple[list[float], list[float], list[float], float],
+                       w_fraction: float = W_MEMORY_FRACTION) -> int | None:
+    """``Searched.settled_from`` of :func:`zb_2p`'s orders for an iteration of ``m_total``
+    micro-batches, from the priced pass times alone: the variant's choice (``_chosen``,
+    cached, the one every truncated run's orders then take), no order built."""
+    return _chosen(*_search_key(pp, m_total, times, w_fraction))[1]
+
+
+def _search_key(pp: int, m_total: int,
+                times: tuple[list[float], list[float], list[float], float] | None,
+                w_fraction: float) -> tuple:
+    """:func:`_chosen`'s arguments: the upper medians of the pass times and the send in whole
+    microseconds (equal passes, no send, without ``times``: every comparison scales, 1 unit
+    each), the W memory share as an exact fraction."""
+    from trainsim.workload.zb_search import upper_median
+
+    if times is None:
         cost, comm_us = (1, 1, 1), 0
     else:
         cost = tuple(to_microseconds(upper_median(t)) for t in times[:3])
         comm_us = to_microseconds(times[3])
     wf = Fraction(w_fraction).limit_denominator(10**9)  # 32/34 as a float -> 16/17
-    key = (pp, m_total or m, cost, comm_us, wf)
-    variant, settled_from = _chosen(*key)
-    out = Searched(build_order(pp, m, cost, key[3], 2.0 * pp, key[4], variant)[0])
-    out.settled_from = settled_from
-    return out
+    return pp, m_total, cost, comm_us, wf
 
 
 @functools.lru_cache(maxsize=256)
