@@ -60,8 +60,10 @@ from trainsim.engine import Timeline, run
 from trainsim.engine.periodic import FIXED, REL_TOL, period_in_run_s, period_of_state_s, period_s
 from trainsim.limits import limit, pass_tasks, simulation_tasks
 from trainsim.pricing import DP_STREAMS, Pricer
-from trainsim.simulator import AFTER, BEFORE, LayerSource, _TaskGraph, build_graph
-from trainsim.steady_decay import hopeless, spread_s
+from trainsim.simulator import BEFORE, LayerSource, _TaskGraph, build_graph
+from trainsim.steady_affine import affine_summary
+from trainsim.steady_affine import counterparts as _counterparts
+from trainsim.steady_decay import spread_s
 from trainsim.steady_gpipe import gpipe_proven, two_run_summary
 from trainsim.steady_grid import period_on_grid, uncontended_run
 from trainsim.summary import Summary, add_compute, critical_stage, stage_sums, totals
@@ -193,6 +195,24 @@ def insertion_cut(a: list, b: list, step: int, ends: list[set],
         if all(e.isdisjoint(_passes(x[c - shift:c])) for x, e in zip(raw or a, ends)):
             return c, shift
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def inserted_at(name: str, pp: int, vpp: int, m_a: int, q: int, c: int) -> bool:
+    """Whether every rank's order for ``m_a + q`` micro-batches is its order for ``m_a`` with
+    one period inserted at position ``c`` (:func:`named_cut`'s condition at a given ``c``)."""
+    a = [schedule(s, pp, vpp, m_a, name) for s in range(pp)]
+    b = [schedule(s, pp, vpp, m_a + q, name) for s in range(pp)]
+    step, raw = _label_step(name, q), a
+    if name == "dualpipe":
+        a = [[_per_direction(x, m_a) for x in order] for order in a]
+        b = [[_per_direction(y, m_a + q) for y in order] for order in b]
+    shifts = {len(y) - len(x) for x, y in zip(a, b)}
+    if len(shifts) != 1 or (shift := shifts.pop()) <= 0 or not shift <= c <= min(map(len, a)):
+        return False
+    ends = _end_passes(m_a, _chunks(raw), name)
+    return all(y[:c] == x[:c] and y[c:] == [_bump(v, step) for v in x[c - shift:]]
+               and ends.isdisjoint(_passes(r[c - shift:c])) for x, y, r in zip(a, b, raw))
 
 
 @functools.lru_cache(maxsize=256)
@@ -338,7 +358,7 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
     ones' orders are not the iteration's with rounds taken out, ``_extrapolate``)."""
     spent, longest, settles, m = 0.0, 0, 0, cfg.num_microbatches
     runs: dict[int, tuple] = {}  # a failed attempt's B, which is the next attempt's A
-    tries, failed = list(tries), None  # failed: the last failed attempt's (A, spread)
+    tries, contended = list(tries), 0  # contended: failed attempts with contention
     while tries:
         current = tries.pop(0)
         spent += _tasks(cfg, current)
@@ -348,16 +368,18 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
                                         current.cut, current.unit, runs)
         kept = runs.get(current.m_a + current.q)
         if summary is None and how == "" and kept is not None and kept[2] is not None:
-            spread, makespan = kept[2]
-            if failed and tries and hopeless(failed, (current.m_a, spread),
-                                             max(t.m_a for t in tries), current.q, makespan,
-                                             current.m_a + current.q):
-                return None, (f"period not proven on truncated runs of up to "
-                              f"{current.m_a + current.q:,} micro-batches, their deviation "
-                              f"shrinking too slowly to be proven by runs of up to "
-                              f"{max(t.m_a for t in tries) + current.q:,} (contention damping "
-                              "it by a share each period)")
-            failed = current.m_a, spread
+            contended += 1  # B with contention in it, not A with a period inserted
+            if contended == AFFINE_AFTER and (found := affine_plan(cfg, current.m_a)):
+                cost = sum(simulation_tasks(cfg, found[0] + i * found[1]) for i in range(3))
+                if spent + cost <= cap:
+                    spent += cost
+                    summary = _affine(cfg, pricer, layer_source, found)
+                    if summary is not None:
+                        return summary, (
+                            "an affine orbit (a deviation shrinking by one factor a period) "
+                            f"proven on truncated runs of {found[0]:,}, {found[0] + found[1]:,} "
+                            f"and {found[0] + 2 * found[1]:,} micro-batches, the rest "
+                            "extrapolated")
         if summary is not None:
             runs_s = {"one": f"a truncated run of {mb:,}",
                       "state": f"the loop's state repeating in a truncated run of {mb:,}"}.get(
@@ -381,35 +403,6 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
         return None, "the truncated runs are over the task limit"
     return None, (f"period not proven on truncated runs of up to {longest:,} micro-batches (a "
                   "transient or contention that does not repeat)")
-
-
-def _counterparts(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[int],
-                  cut_at: list[int], shift: int) -> tuple[list[int], list[bool]] | None:
-    """Per task of B, its counterpart in A and whether it is from the cut on (the arguments of
-    :func:`period_s`), or None where B's tasks are not A's with one period inserted.
-
-    On each stream, tasks are placed in schedule order, so their tags (positions) never
-    decrease: B's tasks before the stage's cut are A's first ones, tag for tag, and B's from the
-    cut on are A's from one period before the cut on, their tags one period (``shift``
-    positions) apart (the optimizer's, AFTER, the same). Matched stream by stream, in order: the
-    k-th task of a tag with the k-th of its counterpart tag."""
-    counterpart, after = [-1] * len(tb.tasks), [False] * len(tb.tasks)
-    if ta.queues.keys() != tb.queues.keys():
-        return None
-    for stream, queue_b in tb.queues.items():
-        queue_a, c = ta.queues[stream], cut_at[stream[0]]
-        seq_a, seq_b = [tags_a[i] for i in queue_a], [tags_b[i] for i in queue_b]
-        if sorted(seq_a) != seq_a or sorted(seq_b) != seq_b:
-            return None  # not placed in schedule order: no positional match
-        early, start = bisect_left(seq_b, c), bisect_left(seq_a, c - shift)
-        if (start > early or seq_a[:early] != seq_b[:early]
-                or seq_a[start:] != [t if t == AFTER else t - shift for t in seq_b[early:]]):
-            return None
-        for i, j in zip(queue_b, queue_a[:early] + queue_a[start:]):
-            counterpart[i] = j
-        for i in queue_b[early:]:
-            after[i] = True
-    return counterpart, after
 
 
 def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int], cut: int,
@@ -515,6 +508,57 @@ def _grid_one_run(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | No
     tot = ([tl.end_s[e] for e in grid_run.ends], [0.0] * len(warm), grid_run.busy)
     return _one_run_summary(cfg, tl, grid_run.ends, tot, bounds, work, period,
                             (cfg.num_microbatches - m_a) // q)
+
+
+AFFINE_STEPS = 2
+"""The affine orbit's period, in the schedule's periods: a deviation may alternate in sign from
+one to the next (DualPipe's two directions swap roles each period), so two of them, over which
+it keeps its sign."""
+AFFINE_WINDOW = 3
+"""Periods of the affine orbit's window before its tail beyond the one it is matched from
+(``steady_affine``: the state's periods and at least one they map to)."""
+AFFINE_SEARCH = 8
+"""Run lengths tried (one period apart) for the first whose orders hold the window."""
+AFFINE_AFTER = 2
+"""Failed attempts with contention in their runs after which the affine orbit is tried (a
+transient that ends, which most are, the next rung proves at less cost)."""
+
+
+def affine_plan(cfg: RunConfig, m_from: int) -> tuple[int, int, int, int, int] | None:
+    """The affine orbit's runs for a :data:`NAMED` schedule (:mod:`trainsim.steady_affine`):
+    ``(m_a, Q, cut, lo, shift)``, runs of ``m_a``, ``m_a + Q`` and ``m_a + 2 Q`` micro-batches
+    (``Q``: :data:`AFFINE_STEPS` periods; ``m_a`` from ``m_from`` on, the least whose orders
+    hold the window and from which the iteration is whole periods), A's cut, its window's
+    first position and the positions a period; None where there are none, or where they would
+    cost as much as the full simulation."""
+    p = cfg.parallel
+    name, pp, vpp, m = p.pipeline_schedule, p.pp, p.vpp, cfg.num_microbatches
+    if name not in NAMED:
+        return None
+    q = _named_q(name, pp)
+    big = AFFINE_STEPS * q
+    for m_a in range(m_from, min(m_from + AFFINE_SEARCH * q, m), q):
+        if 3 * (m_a + big) > m:
+            return None  # three runs as long as the iteration
+        found = named_cut(name, pp, vpp, m_a, big) if not (m - m_a) % big else None
+        if found is None:
+            continue
+        cut, shift = found
+        lo = cut - (AFFINE_WINDOW + 1) * shift
+        if lo >= 0 and inserted_at(name, pp, vpp, m_a, big, lo + shift) and inserted_at(
+                name, pp, vpp, m_a + big, big, lo + 2 * shift):
+            return m_a, big, cut, lo, shift
+    return None
+
+
+def _affine(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
+            runs: tuple[int, int, int, int, int]) -> Summary | None:
+    """The summary proven as an affine orbit on :func:`affine_plan`'s ``runs``, or None."""
+    m_a, big, cut, lo, shift = runs
+    graphs = [build_graph(cfg, pricer, layer_source, m_a + i * big) for i in range(3)]
+    timelines = [run(g.tasks) for g in graphs]
+    return affine_summary(cfg, graphs, timelines, cut, lo, shift,
+                          (cfg.num_microbatches - m_a) // big)
 
 
 def _settled_from(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None
