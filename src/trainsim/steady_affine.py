@@ -147,12 +147,12 @@ def _window_holds(ta: Timeline, tags: list[int], window: np.ndarray, cut: int, l
 
 
 def affine_summary(cfg: RunConfig, graphs: list, timelines: list[Timeline], cut: int,
-                   lo: int, shift: int, k: int) -> Summary | None:
+                   lo: int, shift: int, k: int) -> tuple[Summary, float] | None:
     """The iteration's summary where A, B and C (``graphs`` and ``timelines``: ``j`` = 0, 1, 2
     periods inserted at A's ``cut``, every rank's schedule position; ``shift`` positions a
     period) prove an affine orbit (module docstring), the window from A's position ``lo``
     (``lo + shift``: the first of ``K + 1`` periods before the cut); ``k``: periods the
-    iteration has beyond A. None where a check fails."""
+    iteration has beyond A; and the factor a period. None where a check fails."""
     ta, tb, tc = timelines
     ga, gb, gc = graphs
     pp = len(ga.ends)
@@ -198,7 +198,7 @@ def affine_summary(cfg: RunConfig, graphs: list, timelines: list[Timeline], cut:
     limit = t0 + (d1 - d1[lo_i]) / (1 - ratio)  # each event on the limit orbit (a common shift)
     if not _same_order(ta, a_w, window, t0, limit, floor / (1 - ratio)):
         return None  # the event order changes on the way to the limit
-    return _summary(cfg, graphs, timelines, ratio, k)
+    return _summary(cfg, graphs, timelines, ratio, k), float(ratio)
 
 
 def _same_order(ta: Timeline, a_w: np.ndarray, window: np.ndarray, t0: np.ndarray,

@@ -1,67 +1,83 @@
 """When the periodic shortcut's longer truncated runs cannot prove a period: a deviation that
-contention damps too slowly for any affordable run.
+contention damps geometrically, too slowly for any affordable run.
 
 :mod:`trainsim.steady_state` tries truncated runs of growing length (its ladder, ``attempts``):
 a transient that outlasts the short runs settles in a longer one. Where tasks slow each other
 (an overlapped send holding SMs of its stage's compute stream), the loop's state can instead
 approach its periodic orbit only geometrically: DualPipe at pp 2 with overlapped sends
-(RESULTS.md, ss51) moves the two ranks' relative phase, a neutral mode of the max-plus loop,
-by a factor ``1 - s`` a period (``s`` the send's SM share, 2/132 on an H100), so the state
-comes within the proofs' tolerance (``engine.periodic.REL_TOL`` of the makespan) only after
-~500-700 periods, and every rung of the ladder below that is simulated for nothing (1.4-7x
-the full simulation's cost at 50-74 micro-batches).
+(RESULTS.md, ss51) moves the two ranks' relative phase by a factor ``-(1 - s)`` a period (``s``
+the send's SM share, 2/132 on an H100), so the state comes within the proofs' tolerance
+(``engine.periodic.REL_TOL`` of the makespan) only after ~500-700 periods, and every rung of
+the ladder below that is simulated for nothing (1.4-7x the full simulation's cost at 50-74
+micro-batches). :mod:`trainsim.steady_affine` proves such an orbit where its three runs are
+affordable; below that, :func:`too_slow` ends the ladder.
 
-:func:`spread_s` measures a failed two-run attempt's deviation: the spread of B's ends less
-their counterparts' in A over the tasks from the cut on (0 where B is A with a period
-inserted). :func:`hopeless` compares two failed attempts' spreads and gives up on the rest of
-the ladder where even a *linear* decline of the spread (the most optimistic reading of two
-points for a decay that slows down: a geometric one reaches a given fraction later) would not
-reach the tolerance by the longest run left. Only a cost decision: giving up simulates every
-micro-batch, which is the reference the shortcut is held to, so no result changes in kind;
-a run that a longer rung would have proven is simulated in full instead.
+Two consecutive failed attempts of the ladder are runs of ``m``, ``m + q`` and ``m + 2 q``
+micro-batches (A, B, C: the second attempt's A is the first's B), each matched with the one
+before from its cut on (``steady_affine.counterparts``). Where every matched time's change from
+B to C is one factor ``r`` times its change from A to B, up to one common shift (the period;
+within :data:`ONE_MODE`), the deviation is one mode that the next period scales by ``r`` (the argument of
+``steady_affine``: one affine map, a deviation along one of its eigenvectors), so after ``n``
+more periods it is ``|r|^n`` times C's; where that stays over the proofs' tolerance up to the
+longest run the ladder has left, no rung can prove the period. Only a cost decision: giving up
+simulates every micro-batch, the reference the shortcut is held to. A deviation that is not
+one mode (a transient that ends, which the next rungs prove) is not judged.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from trainsim.engine import Timeline
 from trainsim.engine.periodic import REL_TOL
 
-
-def spread_s(ta: Timeline, tb: Timeline, counterpart: list[int], after: list[bool]) -> float:
-    """The latest less the earliest of B's end times less their counterparts' in A, over B's
-    tasks from the cut on (``engine.periodic.period_s``'s arguments): 0 where every stream
-    is exactly one period later, else how far B is from A with a period inserted."""
-    late = np.asarray(after, dtype=bool)
-    if not late.any():
-        return 0.0
-    j = np.asarray(counterpart, dtype=np.int64)[late]
-    shift = np.asarray(tb.end_s)[late] - np.asarray(ta.end_s)[j]
-    return float(shift.max() - shift.min())
+ONE_MODE = 1e-3
+"""How far, as a fraction of A-to-B's spread, any time's change from B to C may be from the
+ratio times its change from A to B for the deviation to count as one mode here (a cost
+decision, not a proof: the short runs the ladder starts with still carry the warm-up's other
+modes, DualPipe pp 2's at ~3e-4 of the spread at 6, 8 and 10 micro-batches)."""
 
 
-def hopeless(early: tuple[int, float], late: tuple[int, float], longest: int, q: int,
-             makespan_s: float, m_late: int) -> bool:
-    """Whether no truncated run up to ``longest`` micro-batches can prove the period, judged
-    from two failed attempts: ``early`` and ``late`` are (micro-batches of A, spread) with
-    the late one longer, ``q`` micro-batches a period, ``makespan_s`` the late attempt's B's
-    (``m_late`` micro-batches). The spread's linear decline over the periods between them,
-    continued, must bring it within twice the proofs' tolerance (a spread of two deviations
-    of opposite sign) by ``longest``'s periods; the tolerance is taken at ``longest``'s
-    makespan (scaled by micro-batches from ``makespan_s``: generous, a longer run's makespan
-    grows less than in proportion). A spread that did not shrink says nothing of when a
-    transient ends (a stage absorbing a backlog can end it at once): not hopeless; nor where
-    either spread is 0 or not finite."""
-    (m1, s1), (m2, s2) = early, late
-    if not (m2 > m1 and 0 < s2 < s1 < np.inf) or not makespan_s > 0:
+def one_mode(timelines: tuple[Timeline, Timeline, Timeline], pairs: tuple[tuple, tuple]
+             ) -> tuple[float, float] | None:
+    """Where A, B, C (``timelines``; ``pairs``: B's counterparts in A and C's in B, with their
+    from-the-cut-on flags) show one mode of deviation scaled by one factor ``r`` a period,
+    ``|r| < 1`` (module docstring): ``r`` and C's spread (``|r|`` times B's); else None."""
+    ta, tb, tc = timelines
+    (j_ab, late_ab), (j_bc, late_bc) = ((np.asarray(j), np.asarray(late, dtype=bool))
+                                        for j, late in pairs)
+    c_w = np.flatnonzero(late_bc)
+    if not len(c_w):
+        return None
+    b_w = j_bc[c_w]
+    if not late_ab[b_w].all():
+        return None
+    a_w = j_ab[b_w]
+    t = [np.concatenate((np.asarray(tl.start_s)[w], np.asarray(tl.end_s)[w]))
+         for tl, w in ((ta, a_w), (tb, b_w), (tc, c_w))]
+    d1, d2 = t[1] - t[0], t[2] - t[1]
+    lo, hi = int(np.argmin(d1)), int(np.argmax(d1))
+    spread = d1[hi] - d1[lo]
+    if not spread > REL_TOL * tc.makespan_s:
+        return None
+    ratio = (d2[hi] - d2[lo]) / spread
+    if not 0 < abs(ratio) < 1 or not np.all(
+            np.abs(d2 - d2[lo] - ratio * (d1 - d1[lo])) <= ONE_MODE * spread):
+        return None  # not one mode scaled by one factor: a transient that may end
+    return float(ratio), float(abs(ratio) * spread)
+
+
+def too_slow(ratio: float, spread: float, makespan_s: float, periods_left: int) -> bool:
+    """Whether a deviation of one mode (:func:`one_mode`: its factor a period and its spread
+    now), scaled by ``|ratio|`` a period, stays over twice the proofs' tolerance for
+    ``periods_left`` periods more (a margin), the tolerance taken at ``makespan_s`` (the
+    longest run's, or more)."""
+    needed = 2 * REL_TOL * makespan_s  # two deviations of opposite sign at the tolerance
+    if spread <= needed:
         return False
-    tol = 2 * REL_TOL * makespan_s * max(longest, m_late) / m_late
-    if s2 <= tol:
-        return False
-    per_period = (s1 - s2) / ((m2 - m1) / q)  # the decline per period, continued linearly
-    periods_needed = (s2 - tol) / per_period
-    return periods_needed > (longest - m2) / q
+    return math.log(needed / spread) / math.log(abs(ratio)) > 2 * periods_left
 
 
-__all__ = ["hopeless", "spread_s"]
+__all__ = ["ONE_MODE", "one_mode", "too_slow"]

@@ -63,7 +63,7 @@ from trainsim.pricing import DP_STREAMS, Pricer
 from trainsim.simulator import BEFORE, LayerSource, _TaskGraph, build_graph
 from trainsim.steady_affine import affine_summary
 from trainsim.steady_affine import counterparts as _counterparts
-from trainsim.steady_decay import spread_s
+from trainsim.steady_decay import one_mode, too_slow
 from trainsim.steady_gpipe import gpipe_proven, two_run_summary
 from trainsim.steady_grid import period_on_grid, uncontended_run
 from trainsim.summary import Summary, add_compute, critical_stage, stage_sums, totals
@@ -358,7 +358,8 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
     ones' orders are not the iteration's with rounds taken out, ``_extrapolate``)."""
     spent, longest, settles, m = 0.0, 0, 0, cfg.num_microbatches
     runs: dict[int, tuple] = {}  # a failed attempt's B, which is the next attempt's A
-    tries, contended = list(tries), 0  # contended: failed attempts with contention
+    tries, chain = list(tries), None  # chain: the last failed contended attempt's
+    # (B's micro-batches, A's timeline, B's counterparts in A)
     while tries:
         current = tries.pop(0)
         spent += _tasks(cfg, current)
@@ -368,18 +369,19 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
                                         current.cut, current.unit, runs)
         kept = runs.get(current.m_a + current.q)
         if summary is None and how == "" and kept is not None and kept[2] is not None:
-            contended += 1  # B with contention in it, not A with a period inserted
-            if contended == AFFINE_AFTER and (found := affine_plan(cfg, current.m_a)):
-                cost = sum(simulation_tasks(cfg, found[0] + i * found[1]) for i in range(3))
-                if spent + cost <= cap:
-                    spent += cost
-                    summary = _affine(cfg, pricer, layer_source, found)
-                    if summary is not None:
-                        return summary, (
-                            "an affine orbit (a deviation shrinking by one factor a period) "
-                            f"proven on truncated runs of {found[0]:,}, {found[0] + found[1]:,} "
-                            f"and {found[0] + 2 * found[1]:,} micro-batches, the rest "
-                            "extrapolated")
+            # B with contention in it, not A with a period inserted: after two in a row, a
+            # deviation of one mode (steady_decay) is proven as an affine orbit where that is
+            # affordable, else the ladder ends where it shrinks too slowly for its runs left
+            mode = chain and chain[0] == current.m_a and one_mode(
+                (chain[1], kept[2][0], kept[1]), (chain[2], kept[2][1]))
+            if mode:
+                summary, reason = _one_mode(cfg, pricer, layer_source, current, tries,
+                                            cap - spent, mode, kept[1].makespan_s)
+                if summary is not None or reason:
+                    return summary, reason
+            chain = (current.m_a + current.q, kept[2][0], kept[2][1])
+        else:
+            chain = None
         if summary is not None:
             runs_s = {"one": f"a truncated run of {mb:,}",
                       "state": f"the loop's state repeating in a truncated run of {mb:,}"}.get(
@@ -403,6 +405,35 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
         return None, "the truncated runs are over the task limit"
     return None, (f"period not proven on truncated runs of up to {longest:,} micro-batches (a "
                   "transient or contention that does not repeat)")
+
+
+def _one_mode(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
+              current: Plan, tries: list[Plan], budget: float, mode: tuple[float, float],
+              makespan_s: float) -> tuple[Summary | None, str]:
+    """After two failed attempts whose runs show a deviation of one mode (``mode``: its factor
+    a period and its spread, ``steady_decay.one_mode``): the summary proven as an affine orbit
+    (:func:`affine_plan`, within ``budget`` tasks) and how; or None and why the ladder ends
+    (the deviation shrinking too slowly for its longer runs); or (None, "") to go on."""
+    found = affine_plan(cfg, current.m_a)
+    if found is not None and sum(simulation_tasks(cfg, found[0] + i * found[1])
+                                 for i in range(3)) <= budget:
+        proven = _affine(cfg, pricer, layer_source, found)
+        if proven is not None:
+            lengths = ", ".join(f"{found[0] + i * found[1]:,}" for i in range(2))
+            return proven[0], (f"an affine orbit (a deviation shrinking by a factor of "
+                               f"{proven[1]:.6g} every "
+                               f"{found[1]:,} micro-batches) proven on truncated runs of "
+                               f"{lengths} and {found[0] + 2 * found[1]:,} micro-batches, "
+                               "the rest extrapolated")
+    longest = max((t.m_a for t in tries), default=0)
+    m_b = current.m_a + current.q
+    if longest and too_slow(mode[0], mode[1], makespan_s * (longest + current.q) / m_b,
+                            (longest - current.m_a) // current.q):
+        return None, (f"period not proven on truncated runs of up to {m_b:,} micro-batches: "
+                      "their deviation is one mode that contention shrinks by a factor of "
+                      f"{abs(mode[0]):.6g} a period, too slowly for the longer runs (up to "
+                      f"{longest + current.q:,})")
+    return None, ""
 
 
 def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int], cut: int,
@@ -519,9 +550,6 @@ AFFINE_WINDOW = 3
 (``steady_affine``: the state's periods and at least one they map to)."""
 AFFINE_SEARCH = 8
 """Run lengths tried (one period apart) for the first whose orders hold the window."""
-AFFINE_AFTER = 2
-"""Failed attempts with contention in their runs after which the affine orbit is tried (a
-transient that ends, which most are, the next rung proves at less cost)."""
 
 
 def affine_plan(cfg: RunConfig, m_from: int) -> tuple[int, int, int, int, int] | None:
@@ -552,8 +580,9 @@ def affine_plan(cfg: RunConfig, m_from: int) -> tuple[int, int, int, int, int] |
 
 
 def _affine(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
-            runs: tuple[int, int, int, int, int]) -> Summary | None:
-    """The summary proven as an affine orbit on :func:`affine_plan`'s ``runs``, or None."""
+            runs: tuple[int, int, int, int, int]) -> tuple[Summary, float] | None:
+    """The summary proven as an affine orbit on :func:`affine_plan`'s ``runs`` and the factor
+    a period, or None."""
     m_a, big, cut, lo, shift = runs
     graphs = [build_graph(cfg, pricer, layer_source, m_a + i * big) for i in range(3)]
     timelines = [run(g.tasks) for g in graphs]
@@ -663,7 +692,7 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     if period is None:
         runs.clear()
         runs[m_a + q] = (gb, tb, None if pairs is None or not any(map(_slows, gb.tasks))
-                         else (spread_s(ta, tb, *pairs), tb.makespan_s))
+                         else (ta, pairs))  # contended: how B deviates from A
         return None, "", 0
     return two_run_summary(cfg, ga, ta, gb, tb, (m - m_a - q) // q), "two", m_a + q
 
