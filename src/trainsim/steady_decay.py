@@ -44,7 +44,9 @@ def one_mode(timelines: tuple[Timeline, Timeline, Timeline], pairs: tuple[tuple,
              ) -> tuple[float, float] | None:
     """Where A, B, C (``timelines``; ``pairs``: B's counterparts in A and C's in B, with their
     from-the-cut-on flags) show one mode of deviation scaled by one factor ``r`` a period,
-    ``|r| < 1`` (module docstring): ``r`` and C's spread (``|r|`` times B's); else None."""
+    ``|r|`` below 1 by more than that measure's tolerance (a deviation that keeps its size,
+    ``r`` ~ 1, is a lag that a transient's end can remove at once), module docstring: ``r``
+    and C's spread (``|r|`` times B's); else None."""
     ta, tb, tc = timelines
     (j_ab, late_ab), (j_bc, late_bc) = ((np.asarray(j), np.asarray(late, dtype=bool))
                                         for j, late in pairs)
@@ -63,7 +65,7 @@ def one_mode(timelines: tuple[Timeline, Timeline, Timeline], pairs: tuple[tuple,
     if not spread > REL_TOL * tc.makespan_s:
         return None
     ratio = (d2[hi] - d2[lo]) / spread
-    if not 0 < abs(ratio) < 1 or not np.all(
+    if not 0 < abs(ratio) < 1 - 2 * ONE_MODE or not np.all(
             np.abs(d2 - d2[lo] - ratio * (d1 - d1[lo])) <= ONE_MODE * spread):
         return None  # not one mode scaled by one factor: a transient that may end
     return float(ratio), float(abs(ratio) * spread)

@@ -545,7 +545,7 @@ AFFINE_STEPS = 2
 """The affine orbit's period, in the schedule's periods: a deviation may alternate in sign from
 one to the next (DualPipe's two directions swap roles each period), so two of them, over which
 it keeps its sign."""
-AFFINE_WINDOW = 3
+AFFINE_WINDOW = 1
 """Periods of the affine orbit's window before its tail beyond the one it is matched from
 (``steady_affine``: the state's periods and at least one they map to)."""
 AFFINE_SEARCH = 8
