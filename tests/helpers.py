@@ -607,6 +607,34 @@ def pipelined_configs(n: int, schedule: str, micro_batches) -> list:
     return out
 
 
+def pp2_dualpipe_configs(n: int, seed: int = 51,
+                         micro_batches: tuple[int, int] | None = None) -> list:
+    """Random pp-2 DualPipe configs (:func:`random_config`), ZeRO 0-2, 1-3 layers a stage,
+    dp 1, 2 or 4; 32 to 88 micro-batches (ss51's draw) or ``micro_batches`` (fewest, most),
+    an even count (half a direction)."""
+    from trainsim import run_config_from_dict
+    from trainsim.errors import ConfigError
+    rng, out = random.Random(seed), []
+    while len(out) < n:
+        raw = random_config(rng)
+        par, train, cluster = raw["parallel"], raw["training"], raw["cluster"]
+        par["pp"] = 2
+        dp = rng.choice([1, 2, 4])
+        cluster["num_gpus"] = par["tp"] * 2 * par["cp"] * dp
+        cluster["gpus_per_node"] = min(8, cluster["num_gpus"])
+        raw["model"]["num_layers"] = 2 * rng.randint(1, 3)
+        par.update(pipeline_schedule="dualpipe", vpp=None, zero_stage=rng.choice([0, 1, 2]))
+        if "ep" in par and (par["tp"] * par["cp"] * dp) % par["ep"]:
+            continue
+        micro = rng.randint(*(micro_batches or (8 * 2 + 16, 12 * 2 + 64)))
+        train["global_batch_size"] = (micro + micro % 2) * train["micro_batch_size"] * dp
+        try:
+            out.append(run_config_from_dict(raw))
+        except ConfigError:
+            continue
+    return out
+
+
 def shortcut_methods(configs) -> dict[str, int]:
     """Each config simulated in full (a timeline asked for: every micro-batch) and by the
     shortcut, the two held equal (:func:`assert_same_simulation`); how many took each method."""

@@ -7,18 +7,16 @@ entry."""
 from __future__ import annotations
 
 import dataclasses
-import random
 import re
 
 import numpy as np
 import pytest
-from helpers import assert_same_simulation, random_config
+from helpers import assert_same_simulation, pp2_dualpipe_configs
 
 import trainsim.steady_affine as affine
 import trainsim.steady_state as steady
-from trainsim import run_config_from_dict, simulate
+from trainsim import simulate
 from trainsim.engine import Task, Timeline, run
-from trainsim.errors import ConfigError
 from trainsim.pricing import Pricer
 from trainsim.simulator import build_graph
 from trainsim.steady_decay import one_mode, too_slow
@@ -27,31 +25,6 @@ N_CONFIGS = 200
 SLOW_SENDS = (1, 2, 6, 23, 27)
 """Of :func:`_pp2_configs` (40, seed 51, ss51's sample): the five whose overlapped sends keep the
 ranks' relative phase settling by ``1 - s`` a period (benchmarks/ss51_dualpipe_pp2.py)."""
-
-
-def _pp2_configs(n: int, seed: int = 51, micro_batches: tuple[int, int] | None = None) -> list:
-    """Random pp-2 DualPipe configs (``helpers.random_config``), ZeRO 0-2, 1-3 layers a stage,
-    dp 1, 2 or 4; 32 to 88 micro-batches (ss51's draw) or ``micro_batches`` (fewest, most),
-    an even count (half a direction)."""
-    rng, out = random.Random(seed), []
-    while len(out) < n:
-        raw = random_config(rng)
-        par, train, cluster = raw["parallel"], raw["training"], raw["cluster"]
-        par["pp"] = 2
-        dp = rng.choice([1, 2, 4])
-        cluster["num_gpus"] = par["tp"] * 2 * par["cp"] * dp
-        cluster["gpus_per_node"] = min(8, cluster["num_gpus"])
-        raw["model"]["num_layers"] = 2 * rng.randint(1, 3)
-        par.update(pipeline_schedule="dualpipe", vpp=None, zero_stage=rng.choice([0, 1, 2]))
-        if "ep" in par and (par["tp"] * par["cp"] * dp) % par["ep"]:
-            continue
-        micro = rng.randint(*(micro_batches or (8 * 2 + 16, 12 * 2 + 64)))
-        train["global_batch_size"] = (micro + micro % 2) * train["micro_batch_size"] * dp
-        try:
-            out.append(run_config_from_dict(raw))
-        except ConfigError:
-            continue
-    return out
 
 
 def _factor(reason: str) -> float:
@@ -73,7 +46,7 @@ def test_the_slowly_settling_sends_are_proven_as_an_affine_orbit(monkeypatch):
     simulation (ss51: the full simulation, after a ladder of runs up to 2,054 micro-batches
     at 8,192)."""
     monkeypatch.setattr(steady, "MIN_TASKS", 0)
-    cfgs = _pp2_configs(40)
+    cfgs = pp2_dualpipe_configs(40)
     for i in SLOW_SENDS:
         cfg = _with_microbatches(cfgs[i], 400)
         assert cfg.parallel.overlap_p2p_comm
@@ -91,7 +64,7 @@ def test_at_their_own_lengths_they_are_proven_or_the_ladder_ends_early(monkeypat
     show one mode scaled by ``-(1 - s)`` a period, not after the whole ladder up to 22; both
     agree with the full simulation."""
     monkeypatch.setattr(steady, "MIN_TASKS", 0)
-    cfgs = _pp2_configs(40)
+    cfgs = pp2_dualpipe_configs(40)
     ways = []
     for i in SLOW_SENDS:
         fast = simulate(cfgs[i])
@@ -120,7 +93,7 @@ def test_the_affine_proof_refuses_what_it_cannot_prove(monkeypatch):
     one time of C is off by 1e-12 of the makespan (not one mode), where the factor is over
     ``MAX_RATIO``, and where the window holds one period before the tail (no period left that
     the state maps to)."""
-    cfg = _with_microbatches(_pp2_configs(40)[23], 400)
+    cfg = _with_microbatches(pp2_dualpipe_configs(40)[23], 400)
     graphs, timelines, (m_a, big, cut, lo, shift) = _affine_runs(cfg)
     k = (cfg.num_microbatches - m_a) // big
     proven = affine.affine_summary(cfg, graphs, timelines, cut, lo, shift, k)
@@ -218,7 +191,7 @@ def test_pp2_dualpipe_agrees_with_the_full_simulation_on_all_configs(monkeypatch
     full simulation agree to 1e-9."""
     monkeypatch.setattr(steady, "MIN_TASKS", 0)
     methods: dict[str, int] = {}
-    for cfg in _pp2_configs(N_CONFIGS, 52, (32, 600)):
+    for cfg in pp2_dualpipe_configs(N_CONFIGS, 52, (32, 600)):
         cfg = dataclasses.replace(cfg, parallel=dataclasses.replace(cfg.parallel,
                                                                     overlap_p2p_comm=True))
         fast = simulate(cfg)

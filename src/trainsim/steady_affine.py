@@ -55,9 +55,12 @@ from itertools import pairwise
 import numpy as np
 
 from trainsim.config import RunConfig
-from trainsim.engine import Timeline
+from trainsim.engine import Timeline, run
 from trainsim.engine.periodic import GROWTH_TOL, REL_TOL
 from trainsim.optimizer_tasks import AFTER, BEFORE
+from trainsim.pricing import Pricer
+from trainsim.simulator import LayerSource, build_graph
+from trainsim.steady_orders import NAMED, _named_q, inserted_at, named_cut
 from trainsim.summary import Summary, critical_stage, stage_sums, totals
 
 MAX_RATIO = 1 - 1e-6
@@ -114,14 +117,15 @@ def _inputs(tl: Timeline) -> list[list[int]]:
     return ins
 
 
-def _window_holds(ta: Timeline, tags: list[int], window: np.ndarray, cut: int, lo: int,
-                  shift: int, tol: float) -> bool:
-    """The *window* check on A (module docstring): ``window`` its tasks (from position ``lo``
-    on), ``cut`` where its tail begins, ``shift`` positions a period."""
+def _window_parts(ta: Timeline, tags: list[int], window: np.ndarray, cut: int, lo: int,
+                  shift: int, tol: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """The *window* check on A's structure (module docstring): ``window`` its tasks (from
+    position ``lo`` on), ``cut`` where its tail begins, ``shift`` positions a period. Its state
+    (the first ``D`` periods) and its tail, as masks over A's tasks; None where a task past the
+    state reaches before the window or the state leaves no period before the tail."""
     start, end = _times(ta)
     tag = np.asarray(tags)
     periods = (cut - lo) // shift
-    state = np.zeros(len(tag), dtype=bool)  # the first D periods, D found below
     depth = 0
     ins = _inputs(ta)
     slowers: dict[tuple[int, str], list[int]] = {}
@@ -137,22 +141,22 @@ def _window_holds(ta: Timeline, tags: list[int], window: np.ndarray, cut: int, l
                   if not window[y] and start[y] < end[x] - tol and end[y] > start[x] + tol]
         if reach:  # waits on (or is slowed by) a task before the window: part of the state
             if tag[x] == AFTER or tag[x] >= cut:
-                return False  # the tail reaches past the window
+                return None  # the tail reaches past the window
             depth = max(depth, (int(tag[x]) - lo) // shift + 1)
     if not 0 < depth <= periods - 1:
-        return False
+        return None
     state = window & (tag != AFTER) & (tag != BEFORE) & (tag < lo + depth * shift)
-    tail = window & ((tag == AFTER) | (tag >= cut))
-    return bool(np.all(end[state] <= start[tail].min() + tol))
+    return state, window & ((tag == AFTER) | (tag >= cut))
 
 
 def affine_summary(cfg: RunConfig, graphs: list, timelines: list[Timeline], cut: int,
                    lo: int, shift: int, k: int) -> tuple[Summary, float] | None:
     """The iteration's summary where A, B and C (``graphs`` and ``timelines``: ``j`` = 0, 1, 2
     periods inserted at A's ``cut``, every rank's schedule position; ``shift`` positions a
-    period) prove an affine orbit (module docstring), the window from A's position ``lo``
-    (``lo + shift``: the first of ``K + 1`` periods before the cut); ``k``: periods the
-    iteration has beyond A; and the factor a period. None where a check fails."""
+    period) prove an affine orbit (module docstring), the window being A's tasks from position
+    ``lo`` on (whole periods up to the cut, then the tail; B's from ``lo + shift``, C's from
+    ``lo + 2 shift``); ``k``: periods the iteration has beyond A; and the factor a period.
+    None where a check fails."""
     ta, tb, tc = timelines
     ga, gb, gc = graphs
     pp = len(ga.ends)
@@ -180,8 +184,13 @@ def affine_summary(cfg: RunConfig, graphs: list, timelines: list[Timeline], cut:
     a_w = j_ab[b_w]
     window = np.zeros(len(ta.tasks), dtype=bool)
     window[a_w] = True
-    if not _window_holds(ta, ga.tags, window, cut, lo, shift, tol):
+    parts = _window_parts(ta, ga.tags, window, cut, lo, shift, tol)
+    if parts is None:
         return None
+    state, tail = parts[0][a_w], parts[1][a_w]  # over the chains
+    for (s, e), w in (((sa, ea), a_w), ((sb, eb), b_w), ((sc, ec), c_w)):
+        if not np.all(e[w[state]] <= s[w[tail]].min() + tol):
+            return None  # the state's periods are not the long run's: the tail reaches them
     t0 = np.concatenate((sa[a_w], ea[a_w]))
     t1 = np.concatenate((sb[b_w], eb[b_w]))
     t2 = np.concatenate((sc[c_w], ec[c_w]))
@@ -259,4 +268,54 @@ def _summary(cfg: RunConfig, graphs: list, timelines: list[Timeline], ratio: flo
                    {stage: {key: more(*(s.get(key, 0.0) for s in sums)) for key in keys}})
 
 
-__all__ = ["MAX_RATIO", "affine_summary", "counterparts"]
+AFFINE_STEPS = 2
+"""The affine orbit's period, in the schedule's periods: a deviation may alternate in sign from
+one to the next (DualPipe's two directions swap roles each period), so two of them, over which
+it keeps its sign."""
+AFFINE_WINDOW = 1
+"""Periods of the affine orbit's window before its tail beyond the one it is matched from
+(``steady_affine``: the state's periods and at least one they map to)."""
+AFFINE_SEARCH = 8
+"""Run lengths tried (one period apart) for the first whose orders hold the window."""
+
+
+def affine_plan(cfg: RunConfig, m_from: int) -> tuple[int, int, int, int, int] | None:
+    """The affine orbit's runs for a :data:`NAMED` schedule (:mod:`trainsim.steady_affine`):
+    ``(m_a, Q, cut, lo, shift)``, runs of ``m_a``, ``m_a + Q`` and ``m_a + 2 Q`` micro-batches
+    (``Q``: :data:`AFFINE_STEPS` periods; ``m_a`` from ``m_from`` on, the least whose orders
+    hold the window and from which the iteration is whole periods), A's cut, its window's
+    first position and the positions a period; None where there are none, or where they would
+    cost as much as the full simulation."""
+    p = cfg.parallel
+    name, pp, vpp, m = p.pipeline_schedule, p.pp, p.vpp, cfg.num_microbatches
+    if name not in NAMED:
+        return None
+    q = _named_q(name, pp)
+    big = AFFINE_STEPS * q
+    for m_a in range(m_from, min(m_from + AFFINE_SEARCH * q, m), q):
+        if 3 * (m_a + big) > m:
+            return None  # three runs as long as the iteration
+        found = named_cut(name, pp, vpp, m_a, big) if not (m - m_a) % big else None
+        if found is None:
+            continue
+        cut, shift = found
+        lo = cut - (AFFINE_WINDOW + 1) * shift
+        if lo >= 0 and inserted_at(name, pp, vpp, m_a, big, lo + shift) and inserted_at(
+                name, pp, vpp, m_a + big, big, lo + 2 * shift):
+            return m_a, big, cut, lo, shift
+    return None
+
+
+def run_affine(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
+               runs: tuple[int, int, int, int, int]) -> tuple[Summary, float] | None:
+    """The summary proven as an affine orbit on :func:`affine_plan`'s ``runs`` and the factor
+    a period, or None."""
+    m_a, big, cut, lo, shift = runs
+    graphs = [build_graph(cfg, pricer, layer_source, m_a + i * big) for i in range(3)]
+    timelines = [run(g.tasks) for g in graphs]
+    return affine_summary(cfg, graphs, timelines, cut, lo, shift,
+                          (cfg.num_microbatches - m_a) // big)
+
+
+__all__ = ["AFFINE_STEPS", "AFFINE_WINDOW", "MAX_RATIO", "affine_plan", "affine_summary",
+           "counterparts", "run_affine"]

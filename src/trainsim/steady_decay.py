@@ -82,4 +82,33 @@ def too_slow(ratio: float, spread: float, makespan_s: float, periods_left: int) 
     return math.log(needed / spread) / math.log(abs(ratio)) > 2 * periods_left
 
 
-__all__ = ["ONE_MODE", "one_mode", "too_slow"]
+def spaced_evenly(tl: Timeline, tags: list[int], cut_at: list[int], shift: int) -> bool:
+    """Whether run B's last period before its cut and the one from it are one common shift
+    apart, within four times the proofs' tolerance: what ``engine.periodic.period_s`` needs of
+    B alone (B's tasks before the cut within the tolerance of A's, and those from it within it
+    of A's one period on, are the two periods' tasks ``shift`` positions apart, matched in
+    order, the k-th of a position with the k-th of the one a period on). Where it fails, the
+    timeline is still in its transient at the cut and A need not be run; True where it cannot
+    be told (a position with other tasks in the two periods)."""
+    start, end = np.asarray(tl.start_s), np.asarray(tl.end_s)
+    early: list[int] = []
+    late: list[int] = []
+    for stream, queue in tl.queues.items():
+        c = cut_at[stream[0]]
+        by: dict[int, list[int]] = {}
+        for i in queue:
+            if c - shift <= tags[i] < c + shift:
+                by.setdefault(tags[i], []).append(i)
+        for t in range(c - shift, c):
+            one, other = by.get(t, []), by.get(t + shift, [])
+            if len(one) != len(other):
+                return True
+            early += one
+            late += other
+    if not early:
+        return True
+    shifts = np.concatenate((start[late] - start[early], end[late] - end[early]))
+    return bool(shifts.max() - shifts.min() <= 4 * REL_TOL * tl.makespan_s)
+
+
+__all__ = ["ONE_MODE", "one_mode", "spaced_evenly", "too_slow"]

@@ -45,7 +45,6 @@ micro-batch. Small iterations are simulated in full.
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 from bisect import bisect_left
@@ -61,14 +60,29 @@ from trainsim.engine.periodic import FIXED, REL_TOL, period_in_run_s, period_of_
 from trainsim.limits import limit, pass_tasks, simulation_tasks
 from trainsim.pricing import DP_STREAMS, Pricer
 from trainsim.simulator import BEFORE, LayerSource, _TaskGraph, build_graph
-from trainsim.steady_affine import affine_summary
+from trainsim.steady_affine import affine_plan, run_affine
 from trainsim.steady_affine import counterparts as _counterparts
-from trainsim.steady_decay import one_mode, too_slow
+from trainsim.steady_decay import one_mode, spaced_evenly, too_slow
 from trainsim.steady_gpipe import gpipe_proven, two_run_summary
 from trainsim.steady_grid import period_on_grid, uncontended_run
+from trainsim.steady_orders import (  # noqa: F401 - named_plan, inserted_at: the module's API
+    MAX_NAMED_WARMUP,
+    NAMED,
+    _bump,
+    _chunks,
+    _end_passes,
+    _label_step,
+    _named_q,
+    _passes,
+    _per_direction,
+    inserted_at,
+    insertion_cut,
+    named_cut,
+    named_plan,
+)
 from trainsim.summary import Summary, add_compute, critical_stage, stage_sums, totals
 from trainsim.twin_graphs import kept_attempt
-from trainsim.workload.schedule import Overlapped, Pass, microbatch_group, schedule, torch_warmup
+from trainsim.workload.schedule import microbatch_group, schedule, torch_warmup
 
 log = logging.getLogger(__name__)
 
@@ -77,21 +91,6 @@ MIN_TASKS = 2_000
 full (a few ms): the shortcut is for the long ones, and small runs keep the full loop's last
 bits."""
 MEGATRON = (None, "1f1b", "interleaved_1f1b")
-NAMED = ("zb_h1", "zb_h2", "zb_v", "dualpipe_v", "interleaved_zb", "dualpipe")
-"""Schedules of ``workload.pipeline_schedules`` whose orders a longer run lengthens by one
-period's passes inserted at one position of every rank (:func:`named_cut` checks it on the
-orders themselves): ZB-H1/H2 (1F1B's order, W delayed by a fixed count), ZB-V and DualPipeV
-(their steady loops take one micro-batch per turn), interleaved ZB (Megatron's interleaved
-order, W delayed: a group of ``pp`` micro-batches per period), DualPipe (its steady loop takes
-one micro-batch of each direction per turn; compared per direction, :func:`_per_direction`).
-``zb_2p`` takes the same cut on its searched orders (the graphs'), where its search has
-settled into a period by A (``zb_search.settle``: the order for ``m`` is A's with rounds
-inserted). ``gpipe`` (all forwards, then all backwards: a micro-batch more inserts passes at
-two places of every rank's order, and its stages keep paces of their own) has its own proof,
-:mod:`trainsim.steady_gpipe`."""
-MAX_NAMED_WARMUP = 8
-""":func:`named_plan` looks for A's length up to this many micro-batches per pipeline stage
-(ZB-H2's warm-up, the longest, is 2pp - 1)."""
 _duration = attrgetter("duration_s")
 _slows = attrgetter("slows")
 
@@ -102,128 +101,6 @@ def _warmup(order: list, paired: bool = False) -> int:
     pair, every forward before the first backward running alone (``combined_1f1b``)."""
     first_b = next(i for i, ps in enumerate(order) if ps.kind != "F")
     return first_b if paired else first_b - 1
-
-
-def _bump(step: Pass | Overlapped, q: int) -> Pass | Overlapped:
-    """``step`` with every micro-batch ``q`` later (the same pass one period on)."""
-    if isinstance(step, Overlapped):
-        return Overlapped(_bump(step.f, q), _bump(step.b, q))
-    return step._replace(microbatch=step.microbatch + q)
-
-
-def _passes(steps) -> set:
-    """The passes of ``steps`` (an overlapped pair's two)."""
-    return {p for st in steps for p in (st if isinstance(st, Overlapped) else (st,))}
-
-
-def _chunks(orders: list) -> int:
-    """Model chunks per rank in ``orders``."""
-    return 1 + max(p.chunk for order in orders for p in _passes(order))
-
-
-def _end_passes(m: int, chunks: int, name: str | None = None) -> set:
-    """Passes the graph builder gives other tasks (parameter gathers, a split backward, the
-    gradient reduction): every chunk's first forward and the last micro-batch's backwards
-    (DualPipe's: each direction's, its second from micro-batch m/2 to m - 1,
-    ``pipeline.ScheduledPipeline._last_mb``)."""
-    if name == "dualpipe":
-        firsts, lasts = (0, m // 2), (m // 2 - 1, m - 1)
-    else:
-        firsts, lasts = (0,) * chunks, (m - 1,) * chunks
-    return {Pass(kind, mb, c) for c in range(chunks)
-            for kind, mb in (("F", firsts[c]), ("B", lasts[c]), ("I", lasts[c]),
-                             ("W", lasts[c]))}
-
-
-def _per_direction(step: Pass | Overlapped, m: int) -> Pass | Overlapped:
-    """DualPipe's ``step`` of a run of ``m`` micro-batches with its second direction's (chunk
-    1's, micro-batches m/2 to m - 1) counted from 0, as its first direction's are."""
-    if isinstance(step, Overlapped):
-        return Overlapped(_per_direction(step.f, m), _per_direction(step.b, m))
-    return step._replace(microbatch=step.microbatch - m // 2) if step.chunk else step
-
-
-def _label_step(name: str | None, q: int) -> int:
-    """How much a pass's micro-batch grows one period on within a run: ``q``, or for DualPipe
-    (``q`` = 2, one micro-batch a direction) 1."""
-    return q // 2 if name == "dualpipe" else q
-
-
-def _named_q(name: str, pp: int) -> int:
-    """Micro-batches per period of a :data:`NAMED` schedule: interleaved ZB's group of ``pp``,
-    DualPipe's one of each direction, else one."""
-    return pp if name == "interleaved_zb" else 2 if name == "dualpipe" else 1
-
-
-@functools.lru_cache(maxsize=256)
-def named_cut(name: str, pp: int, vpp: int, m_a: int, q: int = 1) -> tuple[int, int] | None:
-    """For a schedule of :data:`NAMED`: the latest position ``c``, the same on every rank, at
-    which each rank's order for ``m_a + q`` micro-batches (B) is its order for ``m_a`` (A) with
-    one period of ``shift`` steps inserted -- B's first ``c`` steps are A's, the rest are A's
-    from ``c - shift`` on, every micro-batch ``q`` later -- and A's period before ``c`` holds
-    none of the end passes (:func:`_end_passes`); and ``shift``. None where there is none.
-    DualPipe's orders are compared per direction (:func:`_per_direction`): its period is one
-    micro-batch of each (``q`` = 2), and B's second direction starts one micro-batch later."""
-    a = [schedule(s, pp, vpp, m_a, name) for s in range(pp)]
-    b = [schedule(s, pp, vpp, m_a + q, name) for s in range(pp)]
-    step = _label_step(name, q)
-    if name == "dualpipe":
-        a_n = [[_per_direction(x, m_a) for x in order] for order in a]
-        b_n = [[_per_direction(y, m_a + q) for y in order] for order in b]
-    else:
-        a_n, b_n = a, b
-    return insertion_cut(a_n, b_n, step, [_end_passes(m_a, _chunks(a), name)] * len(a), a)
-
-
-def insertion_cut(a: list, b: list, step: int, ends: list[set],
-                  raw: list | None = None) -> tuple[int, int] | None:
-    """:func:`named_cut` on given orders: the latest position ``c``, one for every rank, where
-    each rank's order ``b`` is its order ``a`` with ``shift`` steps inserted (``b[:c]`` is
-    ``a[:c]``, ``b[c:]`` is ``a[c - shift:]`` with every micro-batch ``step`` later) and
-    ``a``'s steps ``c - shift`` to ``c`` (in ``raw``, ``a``'s own labels, where ``a`` is
-    relabelled) hold none of that rank's ``ends``; and ``shift``. None where there is none."""
-    shifts = {len(y) - len(x) for x, y in zip(a, b)}
-    if len(shifts) != 1 or (shift := shifts.pop()) <= 0:
-        return None
-    low, high = shift, min(map(len, a))
-    for x, y in zip(a, b):
-        prefix = next((i for i, (u, v) in enumerate(zip(x, y)) if u != v), len(x))
-        suffix = next((k for k in range(len(x)) if y[-1 - k] != _bump(x[-1 - k], step)),
-                      len(x))
-        low, high = max(low, len(y) - suffix), min(high, prefix)
-    for c in range(high, low - 1, -1):
-        if all(e.isdisjoint(_passes(x[c - shift:c])) for x, e in zip(raw or a, ends)):
-            return c, shift
-    return None
-
-
-@functools.lru_cache(maxsize=256)
-def inserted_at(name: str, pp: int, vpp: int, m_a: int, q: int, c: int) -> bool:
-    """Whether every rank's order for ``m_a + q`` micro-batches is its order for ``m_a`` with
-    one period inserted at position ``c`` (:func:`named_cut`'s condition at a given ``c``)."""
-    a = [schedule(s, pp, vpp, m_a, name) for s in range(pp)]
-    b = [schedule(s, pp, vpp, m_a + q, name) for s in range(pp)]
-    step, raw = _label_step(name, q), a
-    if name == "dualpipe":
-        a = [[_per_direction(x, m_a) for x in order] for order in a]
-        b = [[_per_direction(y, m_a + q) for y in order] for order in b]
-    shifts = {len(y) - len(x) for x, y in zip(a, b)}
-    if len(shifts) != 1 or (shift := shifts.pop()) <= 0 or not shift <= c <= min(map(len, a)):
-        return False
-    ends = _end_passes(m_a, _chunks(raw), name)
-    return all(y[:c] == x[:c] and y[c:] == [_bump(v, step) for v in x[c - shift:]]
-               and ends.isdisjoint(_passes(r[c - shift:c])) for x, y, r in zip(a, b, raw))
-
-
-@functools.lru_cache(maxsize=256)
-def named_plan(name: str, pp: int, vpp: int, q: int = 1) -> tuple[int, int, int] | None:
-    """The shortest A (micro-batches) whose orders :func:`named_cut` finds a cut in, with that
-    cut and shift; None where none is found up to :data:`MAX_NAMED_WARMUP` ``pp``."""
-    for m_a in range(q, MAX_NAMED_WARMUP * pp + q, q):
-        found = named_cut(name, pp, vpp, m_a, q)
-        if found is not None:
-            return m_a, *found
-    return None
 
 
 @dataclass(frozen=True)
@@ -417,7 +294,7 @@ def _one_mode(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
     found = affine_plan(cfg, current.m_a)
     if found is not None and sum(simulation_tasks(cfg, found[0] + i * found[1])
                                  for i in range(3)) <= budget:
-        proven = _affine(cfg, pricer, layer_source, found)
+        proven = run_affine(cfg, pricer, layer_source, found)
         if proven is not None:
             lengths = ", ".join(f"{found[0] + i * found[1]:,}" for i in range(2))
             return proven[0], (f"an affine orbit (a deviation shrinking by a factor of "
@@ -541,55 +418,6 @@ def _grid_one_run(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | No
                             (cfg.num_microbatches - m_a) // q)
 
 
-AFFINE_STEPS = 2
-"""The affine orbit's period, in the schedule's periods: a deviation may alternate in sign from
-one to the next (DualPipe's two directions swap roles each period), so two of them, over which
-it keeps its sign."""
-AFFINE_WINDOW = 1
-"""Periods of the affine orbit's window before its tail beyond the one it is matched from
-(``steady_affine``: the state's periods and at least one they map to)."""
-AFFINE_SEARCH = 8
-"""Run lengths tried (one period apart) for the first whose orders hold the window."""
-
-
-def affine_plan(cfg: RunConfig, m_from: int) -> tuple[int, int, int, int, int] | None:
-    """The affine orbit's runs for a :data:`NAMED` schedule (:mod:`trainsim.steady_affine`):
-    ``(m_a, Q, cut, lo, shift)``, runs of ``m_a``, ``m_a + Q`` and ``m_a + 2 Q`` micro-batches
-    (``Q``: :data:`AFFINE_STEPS` periods; ``m_a`` from ``m_from`` on, the least whose orders
-    hold the window and from which the iteration is whole periods), A's cut, its window's
-    first position and the positions a period; None where there are none, or where they would
-    cost as much as the full simulation."""
-    p = cfg.parallel
-    name, pp, vpp, m = p.pipeline_schedule, p.pp, p.vpp, cfg.num_microbatches
-    if name not in NAMED:
-        return None
-    q = _named_q(name, pp)
-    big = AFFINE_STEPS * q
-    for m_a in range(m_from, min(m_from + AFFINE_SEARCH * q, m), q):
-        if 3 * (m_a + big) > m:
-            return None  # three runs as long as the iteration
-        found = named_cut(name, pp, vpp, m_a, big) if not (m - m_a) % big else None
-        if found is None:
-            continue
-        cut, shift = found
-        lo = cut - (AFFINE_WINDOW + 1) * shift
-        if lo >= 0 and inserted_at(name, pp, vpp, m_a, big, lo + shift) and inserted_at(
-                name, pp, vpp, m_a + big, big, lo + 2 * shift):
-            return m_a, big, cut, lo, shift
-    return None
-
-
-def _affine(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
-            runs: tuple[int, int, int, int, int]) -> tuple[Summary, float] | None:
-    """The summary proven as an affine orbit on :func:`affine_plan`'s ``runs`` and the factor
-    a period, or None."""
-    m_a, big, cut, lo, shift = runs
-    graphs = [build_graph(cfg, pricer, layer_source, m_a + i * big) for i in range(3)]
-    timelines = [run(g.tasks) for g in graphs]
-    return affine_summary(cfg, graphs, timelines, cut, lo, shift,
-                          (cfg.num_microbatches - m_a) // big)
-
-
 def _settled_from(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None
                   ) -> int | None:
     """Where zb_2p's order search for ``cfg`` settles (``Searched.settled_from``), read from
@@ -679,6 +507,11 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
             one = _one_run(cfg, gb, tb, orders_b, warm_b, cut_b, shift, q, state)
             if one is not None:
                 return one, "state" if state else "one", m_a + q
+        if built and not spaced_evenly(tb, gb.tags, cut_at, shift):
+            # zb_2p: its timeline still in the transient at B's cut, which no A can match
+            runs.clear()
+            runs[m_a + q] = (gb, tb, None)
+            return None, "", 0
     ga, ta = earlier[:2] if earlier else (
         built.get(m_a) or build_graph(cfg, pricer, layer_source, m_a), None)
     ta = ta or run(ga.tasks)
