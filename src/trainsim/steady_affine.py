@@ -30,17 +30,22 @@ and checked (:func:`affine_summary`), each a reason to refuse:
 
 - *same graph*: matched tasks have the same duration and slow the same stream by the same share;
 - *prefix*: before the window (below) B and C run as A, within the tolerance;
-- *window*: the tasks from ``K + 1`` periods before A's cut on (the *window*: the periods that
-  carry the state, the tail after them) are matched across the runs by their position from the
-  end; every task past the window's first ``D`` periods waits only on tasks of the window
-  (and is slowed only by them), ``D <= K``; those first ``D`` periods end before the tail's
-  first task starts, in each run (they are the long run's own periods, no tail in them);
+- *window*: the tasks from :data:`AFFINE_WINDOW` + 1 periods before A's cut on (the
+  *window*: the periods that carry the state, the tail after them) are matched across the runs
+  by their position from the end; every task past the window's first ``D`` periods waits only
+  on tasks of the window (and is slowed only by them; a task placed before every pass that
+  ended before it started never binds it), with at least one period left between those ``D``
+  and the tail; those first ``D`` periods end before the tail's first task starts, in each run
+  (they are the long run's own periods, no tail in them);
 - *eigen*: over the window, ``Delta_2 = lambda Delta_1`` up to one common shift (``Delta_1``, B's
   times less A's, ``Delta_2``, C's less B's; the shift the period), every start and end, to
   ``engine.periodic.GROWTH_TOL`` of the makespan (the floor the contended proofs accept: a
-  deviation of rounding size), ``0 < lambda < 1``;
-- *order*: A's window events sorted by time are sorted alike at the limit (each event at
-  ``A + (Delta_1 - shift) / (1 - lambda)``).
+  deviation of rounding size), ``0 < lambda <=`` :data:`MAX_RATIO`;
+- *order*: the comparisons the loop makes among the window's tasks come out alike at A's times
+  and at the limit's (each event at ``A + (Delta_1 - shift) / (1 - lambda)``): every task's
+  start against its inputs' ends (which one binds it), and on each slowed stream the order of
+  its tasks' and its slowers' starts and ends (which shares hold while each runs); events that
+  are never compared (two streams that do not slow each other) may change order.
 
 Then C with ``k - 2`` more periods is the iteration (``k`` = its periods beyond A), each sum
 extrapolated from A's, B's and C's. A deviation in several modes, a ratio of 1 or more, or

@@ -36,11 +36,20 @@ pressure reaches stage 0), so more of them take the longer attempts.
 ZB-2p's order is a search on the priced pass times (``workload.zb_search``) in whole
 microseconds, as its code base runs it: once its state repeats after a round, every longer
 search is a shorter one with rounds inserted (``zb_search.settle``), so the cut is found on A's
-and B's orders; a search that settles later than the first A tries the least A it allows, then
-longer ones. GPipe runs two phases whose stages keep paces of their own
-(:mod:`trainsim.steady_gpipe`). Where no period repeats within the truncated runs, longer runs
-are tried, and else :func:`steady_summary` returns None and the caller simulates every
-micro-batch. Small iterations are simulated in full.
+and B's orders; a search that settles later than the first A tries the least A it allows (read
+from the priced passes, no graph built: ``ScheduledPipeline.settled_from``), then longer ones;
+an attempt whose B shows its timeline still in the transient at the cut (its periods there not
+one shift apart, ``steady_decay.spaced_evenly``) stops before A is run. GPipe runs two phases
+whose stages keep paces of their own (:mod:`trainsim.steady_gpipe`). Where no period repeats
+within the truncated runs, longer runs are tried, and else :func:`steady_summary` returns None
+and the caller simulates every micro-batch. Small iterations are simulated in full.
+
+Where two failed attempts in a row have contention in their runs and show a deviation of one
+mode, scaled by one factor a period (``steady_decay.one_mode``: DualPipe at pp 2 with
+overlapped sends, whose ranks' phase settles by ``1 - s`` a period), a :data:`NAMED`
+schedule's iteration is proven as an *affine orbit* on three runs where they are affordable
+(:mod:`trainsim.steady_affine`: every sum ``y_0 + k h + D (1 - r^k)``), and the ladder of
+longer runs ends where that deviation shrinks too slowly for them (``steady_decay.too_slow``).
 """
 
 from __future__ import annotations
