@@ -23,10 +23,10 @@ from trainsim import simulate
 def way(result) -> str:
     """The method and the first words of its reason (how proven, or why not)."""
     reason = result.simulation.get("reason", "")
-    for key, name in (("affine orbit", "affine orbit"), ("loop's state", "state, one run"),
-                      ("a truncated run of", "one run"), ("truncated runs of", "two runs"),
-                      ("one mode", "ladder ended: one mode"),
-                      ("transient or contention", "ladder exhausted")):
+    for key, name in (("one mode", "ladder ended: one mode"),
+                      ("transient or contention", "ladder exhausted"),
+                      ("affine orbit", "affine orbit"), ("loop's state", "state, one run"),
+                      ("a truncated run of", "one run"), ("truncated runs of", "two runs")):
         if key in reason:
             return f"{result.simulation['method']}: {name}"
     return f"{result.simulation['method']}: {reason[:40]}"
