@@ -41,6 +41,9 @@ def test_the_fallback_profiles_exist():
 @pytest.mark.parametrize("stage,replicas,sdpa,profile", [
     ("3", None, False, "torchtitan"), ("2", "", True, "torchtitan"),
     ("0", "2", False, "torchtitan"),  # HSDP replicas shard too
+    # replicas of a ZeRO-1 state: Megatron-core's distributed-optimizer instances (InternEvo's
+    # zero1=8 groups, benchmarks/training_internevo.csv; torchtitan runs no stage 1)
+    ("1", "4", False, "megatron-core"),
     ("0", None, True, "pytorch"), ("", None, True, "pytorch"),
     ("1", None, False, "megatron-core"), ("", None, False, "megatron-core"),
     ("0", "1", False, "megatron-core"), ("x", None, False, "megatron-core"),

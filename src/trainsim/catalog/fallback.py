@@ -12,7 +12,8 @@ FALLBACK_PROFILES = {"sharded": "torchtitan", "sdpa": "pytorch", "unsharded": "m
 """The profile whose mechanisms a run on a framework with no profile here is predicted with
 (:func:`fallback_framework`), by what the run's own settings say of its engine, each at its
 newest entry (the run's ``framework_version`` is its own framework's, no date or release of
-these profiles). ``sharded`` (it states ZeRO-2/3 or FSDP sharding, or HSDP replicas): PyTorch's
+these profiles). ``sharded`` (it states ZeRO-2/3 or FSDP sharding, or HSDP replicas of a state
+it does not say is ZeRO-1): PyTorch's
 FSDP2 as torchtitan, PyTorch's own reference stack, runs it (per-block ``fully_shard``,
 resharded after forward, fp32 reduce-scatter overlapped with the backward, DTensor TP/SP,
 torch.distributed.pipelining; torchtitan.yaml). ``sdpa`` (unsharded, and its model calls
@@ -28,9 +29,9 @@ megatron-core.yaml)."""
 def fallback_framework(zero_stage: object = None, replicas: object = None,
                        sdpa: bool = False) -> tuple[str, str]:
     """(profile name, why) for a run on a framework with no profile here, from the run's own
-    ``zero_stage`` (2 or 3: sharded), HSDP ``replicas`` (above 1: sharded) and whether its
-    model calls PyTorch's SDPA (``sdpa``), never from the framework's name
-    (``FALLBACK_PROFILES``)."""
+    ``zero_stage`` (2 or 3: sharded), HSDP ``replicas`` (above 1: sharded; at ZeRO-1 they are
+    Megatron-core's distributed-optimizer instances) and whether its model calls PyTorch's SDPA
+    (``sdpa``), never from the framework's name (``FALLBACK_PROFILES``)."""
     def number(value: object) -> float:
         try:
             return float(str(value).strip())
@@ -38,7 +39,10 @@ def fallback_framework(zero_stage: object = None, replicas: object = None,
             return 0.0
 
     stage, dp_rep = number(zero_stage), number(replicas)
-    if stage in (2.0, 3.0) or dp_rep > 1:
+    # replicas of a ZeRO-1 state are Megatron-core's distributed-optimizer instances
+    # (--num-distributed-optimizer-instances, megatron-core.yaml hybrid_shard), not FSDP's HSDP:
+    # FSDP2 has no stage 1 to run them with
+    if stage in (2.0, 3.0) or (dp_rep > 1 and stage != 1.0):
         said = f"zero_stage {int(stage)}" if stage in (2.0, 3.0) else f"dp_replicate {dp_rep:g}"
         return FALLBACK_PROFILES["sharded"], f"it states {said}: PyTorch FSDP2's mechanisms"
     if sdpa:
