@@ -95,3 +95,21 @@ def test_a_typo_of_a_profile_is_still_no_unknown_framework():
     """'megatorn-lm' fails its row with a did-you-mean (test_fuzz35); not read as a stranger."""
     assert not unprofiled(framework_key("megatorn-lm"))
     assert unprofiled(framework_key("colossalai")) and unprofiled(framework_key("maxtext-0.1"))
+    for typo in ("deepsped", "torchtittan", "megatron-bridges", "Megatron_LM"):
+        assert not unprofiled(framework_key(typo)), typo
+
+
+def test_a_real_name_built_on_a_profiles_name_is_unknown_not_a_typo():
+    """Alibaba's Megatron-LLaMA, a Megatron-DeepSpeed fork, NeMo-RL: three or more edits from a
+    profile's name, so read by the fallback rather than refused as a misspelling."""
+    for name in ("Megatron-LLaMA", "megatron-deepspeed-ms", "megatron-lm-rocm", "nemo-rl",
+                 "megatron-core-moe"):
+        assert unprofiled(framework_key(name)), name
+
+
+def test_edits_count_a_swap_as_one():
+    from trainsim.validate.vocab import _edits
+
+    assert _edits("megatorn-lm", "megatron-lm") == 1
+    assert _edits("kitten", "sitting") == 3 and _edits("", "abc") == 3
+    assert _edits("megatron-llama", "megatron-lm") == 3

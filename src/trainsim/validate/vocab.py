@@ -378,17 +378,39 @@ def written_version(key: str) -> tuple[str, str] | None:
     return (name, match.group("version")) if known else None
 
 
+TYPO_EDITS = 2
+"""A framework name within this many single-letter edits (insert, delete, substitute, swap of
+two neighbours) of a profile's name is read as its misspelling (``megatorn-lm``, ``deepsped``,
+``torchtittan``), not as another framework: two slips of the keyboard. Real names built on a
+profile's name lie further (``megatron-llama``, Alibaba's Megatron-LLaMA: 3 from megatron-lm;
+``megatron-deepspeed-ms``: 3; ``megatron-core-moe``: 4), which a similarity ratio of 0.8 called
+misspellings."""
+
+
+def _edits(a: str, b: str) -> int:
+    """Single-letter edits from ``a`` to ``b``, a swap of two neighbours counting one (the
+    optimal string alignment distance)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        row = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                row[j] = min(row[j], prev2[j - 2] + 1)
+        prev2, prev = prev, row
+    return prev[-1]
+
+
 def unprofiled(key: str) -> bool:
     """Whether framework ``key`` (``framework_key``) is a name (``_NAME``) with no profile here
-    and not one letter or so from one (a misspelling, which the config refuses naming the
+    and not a misspelling of one (``TYPO_EDITS``; the config refuses a misspelling naming the
     profile it is near)."""
-    import difflib
-
     from trainsim.catalog.frameworks import framework_names
 
     names = framework_names()
     return bool(_NAME.fullmatch(key)) and key not in names and \
-        not difflib.get_close_matches(key, names, n=1, cutoff=0.8)
+        all(_edits(key, name) > TYPO_EDITS for name in names)
 
 
 _NAME = re.compile(r"[a-z][a-z0-9.+_/-]*")
