@@ -191,8 +191,9 @@ NO_NODE_PRESET = ClusterConfig.__dataclass_fields__["node"].default
 def _no_preset(value: Any) -> bool:
     """Whether ``cluster.node`` is ``ClusterConfig``'s own default, ``custom``: no node preset,
     as every resolved config without one states it (``simulate --format json``'s ``config``,
-    robust52: refused as "unknown node 'custom'", so no resolved config read back)."""
-    return value == NO_NODE_PRESET
+    robust52: refused as "unknown node 'custom'", so no resolved config read back), in any case
+    and spacing, as a preset's name is looked up (``Custom`` was "unknown node", edges52)."""
+    return isinstance(value, str) and value.strip().lower() == NO_NODE_PRESET
 
 
 def node(name: str) -> dict[str, Any]:
@@ -376,7 +377,8 @@ def _cluster_section(raw: Any) -> ClusterConfig:
     raw = _renamed(raw, "cluster")
     fields: dict[str, Any] = {}
     if _no_preset(raw.get("node")):  # a resolved config's own word for "no node preset"
-        fields["node"] = raw.pop("node")
+        fields["node"] = NO_NODE_PRESET
+        del raw["node"]
     if "node" in raw:  # the node preset fills what the user did not set
         n = _node_named(raw.pop("node"))
         fields.update(node=n["name"], gpu=n["gpu"], gpus_per_node=n["gpus_per_node"])

@@ -282,6 +282,26 @@ def ascii_float(value: float | str) -> float:
     return float(value)
 
 
+SI_MULTIPLES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
+"""Decimal multiples a count may be written with, any case (15T, 300B, 2k): B is a billion, as
+token counts are written. Read by ``si_float``, the one rule for ``--tokens`` (plan, goodput),
+``--vary`` values, the service's ``options.tokens`` and a config's ``training.train_tokens``."""
+
+SI_SUFFIXED = "si_suffixed"
+"""The ``dataclasses.field`` metadata key of a number field that may be written with an
+``SI_MULTIPLES`` suffix (``training.train_tokens: 15T``), in a file, ``--set`` or the service."""
+
+
+def si_float(text: str) -> float:
+    """'400', '1.5e13', '300B', '15T', '2 k' -> float (``SI_MULTIPLES``; the number as
+    ``ascii_float`` reads it). ValueError where it is none; the caller checks the range."""
+    t = text.strip()
+    mult = 1.0
+    if t and t[-1].upper() in SI_MULTIPLES:
+        t, mult = t[:-1], SI_MULTIPLES[t[-1].upper()]
+    return ascii_float(t) * mult
+
+
 def _number(text: str) -> float | None:
     """``text`` as a float (``ascii_float``), or None."""
     try:
@@ -428,6 +448,19 @@ def unknown_field(cls: type, key: Any, where: str) -> ConfigError:
     return ConfigError(f"unknown field {where}.{key}{hint}")
 
 
+def _si_value(text: str, where: str) -> float | str:
+    """A ``SI_SUFFIXED`` field's text as its number; an empty text is left for the field's own
+    rule (an optional field's None)."""
+    if not text.strip():
+        return text
+    text = digit_groups(text.strip(), where)  # its own line: '1_0T' looks mistyped
+    try:
+        return si_float(text)
+    except ValueError:
+        raise ConfigError(f"{where} must be a number (suffixes K, M, B/G, T, P allowed: 15T), "
+                          f"got {_shown(text)}") from None
+
+
 def build(cls: type[T], data: Any, where: str) -> T:
     """Instantiate dataclass ``cls`` from ``data``; ``where`` prefixes field names in errors."""
     if isinstance(data, cls):
@@ -439,6 +472,8 @@ def build(cls: type[T], data: Any, where: str) -> T:
     for key, value in data.items():
         if key not in fields:
             raise unknown_field(cls, key, where)
+        if isinstance(value, str) and fields[key].metadata.get(SI_SUFFIXED):
+            value = _si_value(value, f"{where}.{key}")
         kwargs[key] = _coerce(value, hints[key], f"{where}.{key}",
                               bool(fields[key].metadata.get(FREE_TEXT)))
     try:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from trainsim.config._build import check_fields, require_positive
+from trainsim.config._build import SI_SUFFIXED, check_fields, require_positive
 from trainsim.config.graph_scope import graph_scope_checked
 from trainsim.errors import ConfigError
 
@@ -199,8 +199,9 @@ class TrainingConfig:
     framework profile's ``vocab_divisible_by`` (128 for the Megatron family; no padding where
     the framework does not pad). 1 pads to a multiple of TP only, which is also what a
     Megatron-Bridge model without ``should_pad_vocab`` builds (a vocabulary TP divides)."""
-    train_tokens: float | None = None
-    """Tokens of the whole run, for days/cost (None: per-iteration results only)."""
+    train_tokens: float | None = field(default=None, metadata={SI_SUFFIXED: True})
+    """Tokens of the whole run, for days/cost (None: per-iteration results only); in a file,
+    ``--set`` or the service also as ``15T`` / ``300B`` (``config._build.si_float``)."""
     # --- data loading (MegaScale §3.5): reading token files and collating micro-batches
     data_read_bw_Bps: float | None = None
     """Storage read bandwidth one node gets for training data, bytes/s (None: free reads)."""

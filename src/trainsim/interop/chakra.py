@@ -482,6 +482,10 @@ def tasks_from_chakra(prefix: str | Path, exact: bool = True) -> list[Task]:
         _, nodes = read_et(path)
         index = {}
         for n in nodes:
+            if n.type not in NODE_TYPES:  # robust52: 99 read as a communication node
+                raise TrainsimError(f"{path}: node {n.id} ({n.name}) has type {n.type}, which "
+                                    "Chakra's schema does not define; a node type is one of "
+                                    f"{', '.join(f'{k} {v}' for k, v in NODE_TYPES.items())}")
             index[n.id] = len(tasks)
             if exact and "trainsim.duration_s" in n.attrs:
                 dur = n.attr("trainsim.duration_s")

@@ -15,10 +15,9 @@ from typing import Any
 import click
 
 from trainsim.cli_guard import PLOT_FILE, POSITIVE, POSITIVE_INT, AsciiIntRange, stdout_console
-from trainsim.config._build import digit_groups
+from trainsim.config._build import digit_groups, si_float
 from trainsim.errors import ConfigError, TrainsimError
 
-_SI = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
 _TIME = {"": 1.0, "S": 1.0, "M": 60.0, "MIN": 60.0, "H": 3600.0, "D": 86400.0}
 
 
@@ -27,13 +26,13 @@ _NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 
 
 def parse_tokens(text: str) -> float:
-    """'15T', '300B', '1.5e13' -> tokens (decimal multiples: K, M, B/G, T, P)."""
+    """'15T', '300B', '1.5e13' -> tokens (``config._build.si_float``: K, M, B/G, T, P)."""
     text = digit_groups(text, "--tokens")  # 1_000B as 1000B; 1_0 refused, as a config's
-    m = re.fullmatch(rf"\s*({_NUMBER})\s*([a-zA-Z]?)\s*", text)
-    if not m or m.group(2).upper() not in _SI:
+    try:
+        value = si_float(text)
+    except ValueError:
         raise ConfigError(f"--tokens {text!r}: use a number with an optional K/M/B/T suffix, "
-                          "e.g. 15T")
-    value = float(m.group(1)) * _SI[m.group(2).upper()]
+                          "e.g. 15T") from None
     if not 0 < value < math.inf:
         raise ConfigError(f"--tokens {text!r} must be positive and finite")
     return value

@@ -288,6 +288,35 @@ def _check_fixed(base: Any) -> None:
                           "alltoall, allgather or deepep")
 
 
+def _dense_sizes(text: str | None, name: str, model: str) -> str | None:
+    """``--ep`` / ``--etp`` of a dense model: its sizes above 1 dropped and said in one warning
+    line (robust52: ``--ep 1,8`` refused whole though ep 1 runs); refused where none is 1."""
+    sizes = parse_ints(text, name) if text else None
+    if not sizes or sizes == (1,):
+        return text
+    dropped = [str(v) for v in dict.fromkeys(sizes) if v != 1]
+    if 1 not in sizes:
+        raise ConfigError(f"--ep/--etp: {model} is dense (no model.num_experts); "
+                          "expert parallelism needs a mixture-of-experts model")
+    warnings.warn(f"--{name}={text}: {model} is dense (no model.num_experts), so only {name} 1 "
+                  f"runs; {', '.join(dropped)} dropped", TrainsimWarning, stacklevel=2)
+    return "1"
+
+
+def _hybrid_schedules(text: str, names: list[str]) -> list[str]:
+    """``--schedules`` of a hybrid model with DualPipe among others: DualPipe dropped and said
+    in one warning line (robust52: the whole list refused though 1f1b runs); DualPipe alone is
+    left for ``SearchSpace.held_by``'s refusal."""
+    kept = [n for n in names if n not in ("dualpipe", "dualpipe_v")]
+    if kept and len(kept) < len(names):
+        dropped = ", ".join(dict.fromkeys(n for n in names if n not in kept))
+        warnings.warn(f"--schedules={text}: {dropped} dropped: DualPipe's pairs overlap the "
+                      "expert exchange as combined 1F1B does, which a hybrid model "
+                      "(model.hybrid_layer_pattern) lacks", TrainsimWarning, stacklevel=2)
+        return kept
+    return names
+
+
 def search_space(tp_: str | None, pp_: str | None, cp_: str | None, max_vpp: int | None,
                  max_micro_batch: int, recompute: str, zero: str | None, overlap: str,
                  ep_: str | None = None, etp_: str | None = None, dispatcher: str | None = None,
@@ -299,10 +328,8 @@ def search_space(tp_: str | None, pp_: str | None, cp_: str | None, max_vpp: int
     from trainsim.search.rules import MEGATRON_1F1B
     from trainsim.search.space import SearchSpace
 
-    if base is not None and not base.model.is_moe and any(
-            v and parse_ints(v, n) != (1,) for v, n in ((ep_, "ep"), (etp_, "etp"))):
-        raise ConfigError(f"--ep/--etp: {base.model.name} is dense (no model.num_experts); "
-                          "expert parallelism needs a mixture-of-experts model")
+    if base is not None and not base.model.is_moe:
+        ep_, etp_ = (_dense_sizes(v, n, base.model.name) for v, n in ((ep_, "ep"), (etp_, "etp")))
     if base is not None and not base.model.is_moe and dispatcher and dispatcher.strip(", "):
         raise ConfigError(f"--dispatcher: {base.model.name} is dense (no model.num_experts); "
                           "a token dispatcher needs a mixture-of-experts model")
@@ -316,6 +343,8 @@ def search_space(tp_: str | None, pp_: str | None, cp_: str | None, max_vpp: int
             names = [schedule_name(x.strip()) for x in schedules.split(",") if x.strip()]
         except ConfigError as exc:  # named as the user wrote it, not as the config's field
             raise ConfigError(f"--schedules={schedules!r}: {exc}") from None
+        if base is not None and base.model.hybrid_layer_pattern is not None:
+            names = _hybrid_schedules(schedules, names)
         scheds = tuple(dict.fromkeys("" if n in MEGATRON_1F1B else n
                                      for n in names))
     disp = tuple(x.strip().lower() for x in dispatcher.split(",") if x.strip()) \

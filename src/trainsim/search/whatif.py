@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.catalog import apply_overrides, run_config_from_dict
-from trainsim.config import ascii_float
+from trainsim.config._build import SI_MULTIPLES, si_float
 from trainsim.config.parallel import ALIASES
 from trainsim.config.run import text_field
 from trainsim.config.safe_load import parse_value, written_float
@@ -28,20 +28,15 @@ from trainsim.limits import check
 from trainsim.result import Result
 from trainsim.simulator import simulate
 
-SI = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
-"""Decimal multiples; B is a billion, as token counts are written (300B), like goodput's."""
-
 
 def parse_number(text: str, where: str) -> float:
-    """'400', '1.5e3', '300G', '300B', '15T' -> float (SI multiples of 1000)."""
-    t = text.strip()
-    mult = 1.0
-    if t and t[-1] in SI:
-        t, mult = t[:-1], SI[t[-1]]
+    """'400', '1.5e3', '300G', '300B', '15T' -> float (``config._build.si_float``: SI multiples
+    of 1000, the rule every count written as text is read by)."""
     try:
-        v = ascii_float(t) * mult  # ASCII digits only, as a config's numbers
+        v = si_float(text)
     except ValueError:
-        raise ConfigError(f"{where}: {text!r} is not a number (suffixes k, M, B/G, T allowed)") from None
+        raise ConfigError(f"{where}: {text!r} is not a number (suffixes k, M, B/G, T, P "
+                          "allowed)") from None
     if not math.isfinite(v):
         raise ConfigError(f"{where}: {text!r} is not a finite number")
     return v
@@ -122,7 +117,7 @@ def _as_written(value: float, text: str) -> float | int:
     suffix ('300G') or an exponent ('1.5e3') is the number it names, whole where it is whole."""
     if _is_int_literal(text):
         return int(text.strip())
-    if text.strip()[-1:] in SI or "e" in text.lower():
+    if text.strip()[-1:].upper() in SI_MULTIPLES or "e" in text.lower():
         return _tidy(value)
     return written_float(value, text)
 
