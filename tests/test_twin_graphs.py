@@ -161,3 +161,112 @@ def test_kept_chunks_shares_across_the_configs_free_of_keeps_together():
              for i in range(len(cfgs)) for j in range(i + 1, len(cfgs))]
     assert all(a == b for a, b in pairs)
     assert {(True, True), (False, False)} <= set(pairs)  # both sides of the rule are seen
+
+
+def _fsdp_configs() -> list:
+    """ZeRO-3 configs of every data-parallel engine that runs it, pipelined or not, with the
+    data-parallel overlap switches off (a twin's are the same config with them on)."""
+    from trainsim.workload.sharding import fsdp_per_unit
+
+    base = make_base(gpus=16, batch=256)
+    keys = [k for k in SPACE.memory_keys(base, 16) if k.zero == 3 and k.dp > 1]
+    out = []
+    for key in random.Random(3).sample(keys, 6):
+        cfg = Candidate(key).to_config(base)
+        for impl in ("megatron", "fsdp2", "fsdp1", "deepspeed"):
+            try:
+                c = dataclasses.replace(cfg, parallel=dataclasses.replace(
+                    cfg.parallel, data_parallel_impl=impl))
+            except Exception:  # noqa: BLE001 - an engine that does not run this layout
+                continue
+            assert fsdp_per_unit(c, c.parallel.effective_zero_stage)
+            out.append(c)
+    return out
+
+
+def _switched(cfg, grad: bool, gather: bool):
+    return dataclasses.replace(cfg, parallel=dataclasses.replace(
+        cfg.parallel, overlap_grad_reduce=grad, overlap_param_gather=gather))
+
+
+def test_the_builder_reads_no_data_parallel_overlap_switch_under_fsdp():
+    """Under ZeRO-3 / FSDP the graph builder, the steady state's truncated runs and their
+    proofs read neither data-parallel overlap switch (``twin_graphs.UNREAD_UNDER_FSDP``, which
+    ``graph_key`` holds as one value there): every parallel field read while they run is
+    recorded; at ZeRO-1 the same recording sees ``overlap_grad_reduce`` read."""
+    import sys
+
+    from trainsim import steady_state
+    from trainsim.config import RunConfig
+    from trainsim.config.cached import cached
+    from trainsim.config.parallel import ParallelConfig
+    from trainsim.twin_graphs import UNREAD_UNDER_FSDP
+
+    # the code that reads the section's __dict__ for a value kept beside its fields (as
+    # tests/test_shared_chunks.py), not for its fields; any other read counts as all fields
+    keyed = (cached.__get__.__code__, RunConfig.__dict__["virtual_ranges"].func.__code__)
+
+    def reads_of(cfgs) -> set:
+        reads: set = set()
+        assert "__getattribute__" not in ParallelConfig.__dict__
+
+        def getattribute(self, attr):
+            if attr != "__dict__" or sys._getframe(1).f_code not in keyed:
+                reads.add(attr)
+            return object.__getattribute__(self, attr)
+
+        for cfg in cfgs:
+            for section in (cfg, cfg.parallel):  # values kept beside the fields: read again
+                fields = {f.name for f in dataclasses.fields(section)}
+                for name in [n for n in vars(section) if n not in fields]:
+                    del section.__dict__[name]
+            ParallelConfig.__getattribute__ = getattribute  # type: ignore[method-assign]
+            try:
+                pricer = Pricer(cfg)
+                simulator.build_graph(cfg, pricer, None)
+                steady_state.attempt(cfg, pricer)
+            finally:
+                del ParallelConfig.__getattribute__
+        return reads
+
+    cfgs = _fsdp_configs()
+    assert {c.parallel.data_parallel_impl for c in cfgs} >= {"megatron", "fsdp2"}
+    assert any(steady_state.plan(c)[0] is not None for c in cfgs)  # truncated runs too
+    reads = reads_of([_switched(c, g, p) for c in cfgs for g in (False, True)
+                      for p in (False, True)])
+    assert {"zero_stage", "data_parallel_impl", "overlap_p2p_comm"} <= reads
+    assert "__dict__" not in reads
+    assert not reads & set(UNREAD_UNDER_FSDP)
+    base = make_base(gpus=16, batch=256)
+    key = next(k for k in SPACE.memory_keys(base, 16) if k.zero == 1 and k.dp > 1)
+    assert "overlap_grad_reduce" in reads_of([Candidate(key).to_config(base)])
+
+
+def test_fsdp_overlap_twins_share_their_graphs_and_every_result_to_the_bit(monkeypatch):
+    """ZeRO-3 configs that differ only in the data-parallel overlap switches have one
+    ``graph_key`` and share their graphs and steady-state proofs inside ``runs_shared``; every
+    result, compute sources included, is the one simulated alone. At ZeRO-1 the switches
+    change the graph and the key."""
+    cfgs = [_switched(c, g, p) for c in _fsdp_configs()[:8] for g in (False, True)
+            for p in (False, True)]
+    alone = [_fields(simulate(cfg)) for cfg in cfgs]
+    built = []
+    real = simulator._TaskGraph
+    monkeypatch.setattr(simulator, "_TaskGraph", lambda *a: built.append(1) or real(*a))
+    with shared(("fsdp twins", 1)), runs_shared():
+        inside = [_fields(simulate(cfg)) for cfg in cfgs]
+    together = len(built)
+    assert inside == alone
+    with shared(("fsdp twins", 2)):
+        for cfg in cfgs:
+            with runs_shared():
+                simulate(cfg)
+    assert len(built) - together >= 3 * together  # each config's three twins build nothing
+    with shared(("fsdp twins", 3)):
+        a, b = cfgs[0], cfgs[3]
+        assert graph_key(a, Pricer(a), None, None) == graph_key(b, Pricer(b), None, None)
+        base = make_base(gpus=16, batch=256)
+        key = next(k for k in SPACE.memory_keys(base, 16) if k.zero == 1 and k.dp > 1)
+        z1 = Candidate(key).to_config(base)
+        assert graph_key(z1, Pricer(z1), None, None) != graph_key(
+            _switched(z1, True, False), Pricer(z1), None, None)

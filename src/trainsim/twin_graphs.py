@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import operator
 from collections.abc import Hashable
 from typing import Any
 
@@ -41,16 +42,24 @@ from trainsim.memory.free_of import OVERLAP_FIELDS, FreeOf
 from trainsim.pricing import Pricer
 from trainsim.workload.recompute import reruns_nothing
 from trainsim.workload.shard import shard_of
+from trainsim.workload.sharding import fsdp_per_unit
 
 RECOMPUTE_FIELDS = frozenset({"recompute", "recompute_modules", "recompute_num_layers"})
 """The parallel fields the graph builder reads only through the priced chunks and
 ``RunConfig.recomputed_layers``."""
 _OTHER_FIELDS = tuple(f.name for f in dataclasses.fields(ParallelConfig)
                       if f.name not in RECOMPUTE_FIELDS)
+_other_fields = operator.attrgetter(*_OTHER_FIELDS)
+UNREAD_UNDER_FSDP = ("overlap_grad_reduce", "overlap_param_gather")
+"""The data-parallel overlap switches, which the graph builder never reads where the run
+gathers and reduce-scatters per FSDP unit at ZeRO stage 3 (:func:`_fields_key`)."""
+_UNREAD_AT = tuple(_OTHER_FIELDS.index(name) for name in UNREAD_UNDER_FSDP)
+_UNREAD = "not read under ZeRO-3 / FSDP"
 CHUNK_FREE_FIELDS = OVERLAP_FIELDS
 """The parallel fields the priced chunks never read (:func:`kept_chunks`)."""
 _CHUNK_FIELDS = tuple(f.name for f in dataclasses.fields(ParallelConfig)
                       if f.name not in CHUNK_FREE_FIELDS | RECOMPUTE_FIELDS)
+_chunk_fields = operator.attrgetter(*_CHUNK_FIELDS)
 _RECOMPUTE_FIELDS = tuple(sorted(RECOMPUTE_FIELDS))
 _RERUNS_NOTHING = "reruns nothing"
 """The recompute part of a kept chunk set's key where the layers re-run no op
@@ -75,10 +84,8 @@ def graph_key(cfg: RunConfig, pricer: Pricer, layer_source: Any,
     shared = per_pricer(cfg, pricer, layer_source)
     if "chunks" not in shared:
         shared["chunks"] = kept_chunks(cfg, pricer, layer_source)
-    p = cfg.parallel
     key = (id(cfg.model), id(cfg.training), id(cfg.cluster), id(layer_source), microbatches,
-           pricer._sig, mark(pricer), cfg.recomputed_layers,
-           tuple(getattr(p, name) for name in _OTHER_FIELDS),
+           pricer._sig, mark(pricer), cfg.recomputed_layers, _fields_key(cfg),
            tuple((v, tuple(map(id, ch.fwd_parts)), id(ch.bwd_head),
                   tuple(map(id, ch.bwd_layers)), id(ch.bwd_tail))
                  for v, ch in shared["chunks"].items()))
@@ -87,6 +94,31 @@ def graph_key(cfg: RunConfig, pricer: Pricer, layer_source: Any,
     except TypeError:
         return None
     return key
+
+
+def _fields_key(cfg: RunConfig) -> tuple:
+    """The parallel fields but the recompute ones (``_OTHER_FIELDS``) as :func:`graph_key`
+    holds them: the data-parallel overlap switches (``UNREAD_UNDER_FSDP``) as one value where
+    the effective ZeRO stage is 3 or more and the run gathers and reduce-scatters per FSDP
+    unit (``workload.sharding.fsdp_per_unit``), where the graph builder reads neither. Its
+    reads of them, all behind a test that fails there: ``overlap_grad_reduce`` in
+    ``last_backward.split_last_backward`` (the non-FSDP branch of ``backward``) and through
+    ``workload.sharding.dp_bucket_count`` (called from it and from
+    ``pipeline_passes._bucketed_first_chunk``, at ZeRO 1-2 only), and in
+    ``optimizer_tasks.optimizer_steps``' bucket loop (no chunk under FSDP);
+    ``overlap_param_gather`` in ``pipeline_passes``, ``optimizer_tasks`` and ``pipeline``, each
+    at ZeRO 1-2 only (``Pricer`` reads neither; ``search.bound`` is not the builder).
+    tests/test_twin_graphs.py records every parallel field the builder reads under FSDP and
+    fails if either is among them. A search's ZeRO-3 candidates come in such pairs (the 22B
+    search: 20 graphs built and steady states proven again for a twin)."""
+    values = _other_fields(cfg.parallel)
+    zero = cfg.parallel.effective_zero_stage
+    if zero >= 3 and fsdp_per_unit(cfg, zero):
+        values = list(values)
+        for i in _UNREAD_AT:
+            values[i] = _UNREAD
+        return tuple(values)
+    return values
 
 
 def kept_chunks(cfg: RunConfig, pricer: Pricer, layer_source: Any) -> dict:
@@ -103,7 +135,7 @@ def kept_chunks(cfg: RunConfig, pricer: Pricer, layer_source: Any) -> dict:
     if store is not None and getattr(pricer, "_store", None) is not None:
         p = cfg.parallel
         key = (_CHUNKS, id(cfg.model), id(cfg.training), id(cfg.cluster), id(layer_source),
-               pricer._sig, tuple(getattr(p, name) for name in _CHUNK_FIELDS),
+               pricer._sig, _chunk_fields(p),
                _recompute_part(cfg, layer_source))
         try:
             hit = store.get(key)
