@@ -12,6 +12,7 @@ from helpers import make_base
 from trainsim import simulate, simulator
 from trainsim.bound import lower_bound_s
 from trainsim.engine.loop import runs_shared
+from trainsim.errors import ConfigError
 from trainsim.pricing import Pricer, shared
 from trainsim.search import SearchSpace
 from trainsim.search.space import Candidate
@@ -177,10 +178,11 @@ def _fsdp_configs() -> list:
             try:
                 c = dataclasses.replace(cfg, parallel=dataclasses.replace(
                     cfg.parallel, data_parallel_impl=impl))
-            except Exception:  # noqa: BLE001 - an engine that does not run this layout
-                continue
-            assert fsdp_per_unit(c, c.parallel.effective_zero_stage)
-            out.append(c)
+            except ConfigError:  # an engine that does not run this layout
+                c = None
+            if c is not None:
+                assert fsdp_per_unit(c, c.parallel.effective_zero_stage)
+                out.append(c)
     return out
 
 
