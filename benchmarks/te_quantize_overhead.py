@@ -23,15 +23,26 @@ csrc/quantizer.cpp@1609c890e 904-924 ``nvte_compute_amax_with_config``,
 ``with_transpose = columnwise_usage && !is_non_tn_fp8_gemm_supported``); MXFP8 casts in one
 kernel, writing each layout asked for with its E8M0 scales, the input's scales already in
 cuBLAS's layout (linear.py 1931-1933 ``optimize_for_gemm``), so the pre-quantized run's
-swizzle of that operand is not in the autocast one. A check, not an input: nothing here
-feeds trainsim.
+swizzle of that operand is not in the autocast one. NVFP4 (``NVFP4BlockScaling``) reads the
+input for its amax (with the random Hadamard transform, the input's and its transformed
+transpose's in one kernel), then quantizes: the input both layouts (the column-wise one
+transformed, for the wgrad), the weight row-wise, each an E2M1 nibble plus an E4M3 scale per 16
+(csrc/quantizer.cpp@d0067d0d 2508-2735 ``NVFP4Quantizer::quantize_impl``;
+``workload.shard.NVFP4_CAST_BYTES``); its pre-quantized operands keep compact scales, so each
+GEMM swizzles both (two kernels, as MXFP8's), and te.Linear's input comes pre-swizzled
+(linear.py@d0067d0d 2093-2095). The quantize overheads are checks, not inputs; one figure
+derives a constant: ``nvfp4_of_fp4_ceiling`` gives ``compute.roofline.NVFP4_OF_FP4_CEILING``,
+the NVFP4 GEMM rate at which trainsim's pricing of the 12 pre-quantized GEMMs on
+``b300-sxm-288gb`` matches the measured NVFP4 / per-tensor time ratio.
 """
 
 from __future__ import annotations
 
 from trainsim.catalog import gpu
+from trainsim.compute import roofline
 from trainsim.compute.roofline import MXFP8_OF_TENSOR_SCALED, RooflineModel
-from trainsim.workload.ops import Elementwise, Gemm
+from trainsim.workload.ops import NVFP4_BLOCK, NVFP4_ELEMENT_BYTES, Elementwise, Gemm
+from trainsim.workload.shard import ACT as ACT_BYTES
 from trainsim.workload.shard import (
     CAST_KERNEL,
     FP8_CAST_BYTES,
@@ -40,6 +51,7 @@ from trainsim.workload.shard import (
     FP8_RECIPE_KERNELS,
     MXFP8_SCALE_BYTES,
     MXFP8_SWIZZLE_KERNEL,
+    NVFP4_CAST_BYTES,
 )
 
 HIDDEN, FFN, TOKENS = 4096, 16384, 31 * 512
@@ -53,9 +65,11 @@ PASSES = {  # (M, K, N) per benchmark_gemm.py compute_gemm_shapes
 }
 # published per-layer ms (B300): pre-quantized per pass, and autocast and pre-quantized totals
 PREQUANT = {"current": {"fprop": 2.158, "dgrad": 2.329, "wgrad": 2.325},
-            "mxfp8": {"fprop": 2.365, "dgrad": 2.397, "wgrad": 2.400}}
-AUTOCAST_TOTAL = {"current": 9.147, "mxfp8": 8.984}
-PREQUANT_TOTAL = {"current": 6.812, "mxfp8": 7.161}
+            "mxfp8": {"fprop": 2.365, "dgrad": 2.397, "wgrad": 2.400},
+            "nvfp4": {"fprop": 1.254, "dgrad": 1.305, "wgrad": 1.205}}
+AUTOCAST_TOTAL = {"current": 9.147, "mxfp8": 8.984, "nvfp4": 6.453}
+PREQUANT_TOTAL = {"current": 6.812, "mxfp8": 7.161, "nvfp4": 3.764}
+NVFP4_GPU = "b300-sxm-288gb"  # the benchmark's own GPU: its fp4 rate is 1.5x B200's
 B300_HBM_BPS = 8e12  # NVIDIA HGX B300 datasheet: 8 TB/s HBM3e per GPU
 GPU = "b200-sxm-180gb"  # the catalog's Blackwell SXM part; B300 is not in the catalog
 
@@ -83,6 +97,59 @@ def quantize_overhead_s(model: RooflineModel, recipe: str) -> float:
     w = model.time(Elementwise("w", bytes=weights * (FP8_CAST_BYTES + MXFP8_SCALE_BYTES),
                                kernels=len(shapes), kernel=CAST_KERNEL))
     return x + w - sum(_swizzle_s(model, m * k) for m, k, _ in shapes)
+
+
+def nvfp4_swizzles_s(model: RooflineModel) -> float:
+    """The pre-quantized NVFP4 run's scale swizzles: both operands of each GEMM, an E4M3 byte per
+    16 elements read and written."""
+    shapes = [s for p in PASSES.values() for s in p]
+    return sum(model.time(Elementwise("s", bytes=2 * e / NVFP4_BLOCK, kernel=MXFP8_SWIZZLE_KERNEL))
+               for m, k, n in shapes for e in (m * k, n * k))
+
+
+def nvfp4_quantize_overhead_s(model: RooflineModel) -> float:
+    """trainsim's price of the NVFP4 autocast run's casts: each input both layouts
+    (``NVFP4_CAST_BYTES``), each weight its amax read then one layout, two kernels each, less
+    the input swizzles the pre-quantized run pays."""
+    shapes = [s for p in PASSES.values() for s in p]
+    inputs = sum(m * k for m, k, _ in shapes)
+    weights = sum(n * k for _, k, n in shapes)
+    x = model.time(Elementwise("x", bytes=inputs * NVFP4_CAST_BYTES,
+                               kernels=2 * len(shapes), kernel=CAST_KERNEL))
+    w = model.time(Elementwise("w", bytes=weights * (2 * ACT_BYTES + NVFP4_ELEMENT_BYTES),
+                               kernels=2 * len(shapes), kernel=CAST_KERNEL))
+    swz = sum(model.time(Elementwise("s", bytes=2 * m * k / NVFP4_BLOCK,
+                                     kernel=MXFP8_SWIZZLE_KERNEL)) for m, k, _ in shapes)
+    return x + w - swz
+
+
+def nvfp4_gemms_s(model: RooflineModel, shapes: list[tuple[int, int, int]]) -> float:
+    """trainsim's price of pre-quantized NVFP4 GEMMs."""
+    return sum(model.time(Gemm("g", m, n, k, "fp8", fp8_fast_accum=True,
+                               fp8_block_scales="nvfp4")) for m, k, n in shapes)
+
+
+def nvfp4_of_fp4_ceiling(digits: int = 3) -> float:
+    """The NVFP4 GEMM rate, as a fraction of the fp4 ceiling, at which trainsim's price of the
+    12 pre-quantized GEMMs on B300 over its per-tensor fp8 price is the measured NVFP4 (less
+    its swizzles) over per-tensor time: bisection on ``roofline.NVFP4_OF_FP4_CEILING``."""
+    g = gpu(NVFP4_GPU)
+    shapes = [s for p in PASSES.values() for s in p]
+    target = (PREQUANT_TOTAL["nvfp4"] - nvfp4_swizzles_s(RooflineModel(g)) * 1e3) \
+        / PREQUANT_TOTAL["current"]
+    per_tensor = gemm_s(RooflineModel(g), shapes, False)
+    kept = roofline.NVFP4_OF_FP4_CEILING
+    lo, hi = 0.05, 2.0
+    try:
+        for _ in range(60):
+            roofline.NVFP4_OF_FP4_CEILING = mid = (lo + hi) / 2
+            if nvfp4_gemms_s(RooflineModel(g), shapes) / per_tensor > target:
+                lo = mid
+            else:
+                hi = mid
+    finally:
+        roofline.NVFP4_OF_FP4_CEILING = kept
+    return round((lo + hi) / 2, digits)
 
 
 def mxfp8_fraction_by_pass(model: RooflineModel) -> dict[str, float]:
@@ -125,6 +192,18 @@ def main() -> None:
           f" {only[1]}: that pair's dgrad - fprop is"
           f" {PREQUANT['current']['dgrad'] - PREQUANT['current']['fprop']:+.3f} ms per-tensor,"
           f" {PREQUANT['mxfp8']['dgrad'] - PREQUANT['mxfp8']['fprop']:+.3f} ms MXFP8")
+    b300 = RooflineModel(gpu(NVFP4_GPU))
+    t = nvfp4_quantize_overhead_s(b300) * 1e3
+    pub = AUTOCAST_TOTAL["nvfp4"] - PREQUANT_TOTAL["nvfp4"]
+    print(f"  nvfp4    trainsim on {NVFP4_GPU} {t:.3f}  published {pub:.3f}"
+          f"  trainsim/published {t / pub:.3f}")
+    print(f"NVFP4 GEMM rate over the fp4 ceiling, derived: {nvfp4_of_fp4_ceiling()} (in use:"
+          f" {roofline.NVFP4_OF_FP4_CEILING}); pre-quantized NVFP4 GEMMs per pass (ms), trainsim"
+          f" on {NVFP4_GPU} / published less swizzles:")
+    swz = nvfp4_swizzles_s(b300) * 1e3 / 3
+    for name, shapes in PASSES.items():
+        print(f"  {name}: {nvfp4_gemms_s(b300, shapes) * 1e3:.3f} /"
+              f" {PREQUANT['nvfp4'][name] - swz:.3f}")
     print("pre-quantized GEMMs per pass (ms): trainsim on B200 / published on B300")
     for name, shapes in PASSES.items():
         print(f"  {name}: per-tensor {gemm_s(model, shapes, False) * 1e3:.3f} / "

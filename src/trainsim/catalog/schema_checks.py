@@ -25,7 +25,7 @@ ATTENTION = ("unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn"
              "flex", "mem_efficient", "ck")
 TRAINING_DTYPES = ("fp16", "bf16", "fp8")
 REDUCE_DTYPES = ("fp32", "bf16", "fp16")
-FP8_RECIPES = ("delayed", "current", "blockwise", "mxfp8")
+FP8_RECIPES = ("delayed", "current", "blockwise", "mxfp8", "nvfp4")
 MOE_DISPATCHERS = ("alltoall", "allgather", "deepep", "hybridep")
 UNEVEN_PIPELINE = ("none", "first_last", "layout", "deepspeed_partition", "front_loaded")
 TP_BACKWARD_ALLREDUCE = ("async", "blocking")

@@ -301,6 +301,26 @@ on B200's memory system): 6.812 / (7.161 - 0.096) = 0.964 for the GEMM kernels a
 training row."""
 
 
+NVFP4_OF_FP4_CEILING = 0.658
+"""Rate of an NVFP4 GEMM kernel (``Gemm.fp8_block_scales == "nvfp4"``: E2M1 operands, an E4M3
+scale per 16 elements of k applied by the tensor cores, fp32 accumulation) as a fraction of the
+fp4 GEMM ceiling (``GPUSpec.gemm_ceiling("fp4")``: the dense fp4 peak at the GPU's 16-bit MAMF
+fraction, sustained). Measured by Transformer Engine's GEMM benchmark on one B300 with
+pre-quantized operands (TransformerEngine@1609c890e docs/examples/gemm_profiling/
+gemm_profiling.rst, "Per-Layer GEMM Time", ``benchmark_gemm.py --pre-quantize``): the 12 GEMMs
+of a hidden 4096, FFN 16384 layer at 15,872 tokens take 6.812 ms with per-tensor FP8 and 3.764
+ms with NVFP4 (fprop 1.254, dgrad 1.305, wgrad 1.205), the NVFP4 time including two scale
+swizzles per GEMM (``NVFP4Quantizer`` leaves its scales compact; 0.118 ms on B300's memory
+system). 0.658 is the value at which trainsim's own pricing of the 24 GEMMs on
+``b300-sxm-288gb`` (tiles, waves, fixed cost per tile) gives the measured NVFP4 / per-tensor
+ratio, 3.646 / 6.812: ``benchmarks/te_quantize_overhead.py`` derives it
+(``nvfp4_of_fp4_ceiling``), ``tests/test_nvfp4.py`` recomputes it. So a large NVFP4 GEMM runs at
+about 0.52 of the fp4 peak where the 16-bit and fp8 ones reach 0.76-0.79 of theirs: the fp4
+tensor cores (3x the fp8 rate on B300) are not fed at their rate on these shapes, which
+trainsim does not model further. One published measurement, on B300 (whose fp4 rate is 1.5x
+B200's), applied to every GPU; not fitted to any training row."""
+
+
 def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:
     """The GEMM ceiling ``op`` runs at (FLOP/s). The GPU's fp8 MAMF was measured through
     cuBLAS's split accumulator (``torch._scaled_mm`` without ``use_fast_accum``), which
@@ -316,6 +336,8 @@ def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:
     behind the constant compared the two recipes under one setting, so the measured ratio holds
     pass by pass (the block-scaled MMA accumulates in fp32 in tensor memory whatever the flag:
     PTX ISA 8.7 ``tcgen05.mma ... block_scale``, f32 ``D``; it is no fast-accumulate kernel)."""
+    if op.fp8_block_scales == "nvfp4":
+        return gpu.gemm_ceiling("fp4") * NVFP4_OF_FP4_CEILING
     fast = op.fp8_fast_accum or op.grouped in FP8_OWN_PROMOTION or \
         op.fp8_block_scales in ("overlapped", "serial", "outer") or grouped_serial_promotion(op)
     if op.dtype == "fp8" and fast and "fp8" in gpu.peak_flops:

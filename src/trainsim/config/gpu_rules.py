@@ -26,6 +26,14 @@ FP8_BLOCKWISE_MIN_ARCH = 90
 "compute capability 9.0 or higher")."""
 
 
+NVFP4_MIN_ARCH = 100
+"""Transformer Engine's ``NVFP4BlockScaling`` (``fp8_recipe=nvfp4``): ``_compute_nvfp4_support``
+returns "Device compute capability 10.0 or higher required for NVFP4 execution" below 10.0
+(TransformerEngine@d0067d0d transformer_engine/pytorch/quantization.py L171-175; its docs
+features/low_precision_training/nvfp4/nvfp4.rst, "Supported devices": training on SM 10.0 and
+10.3). The GEMMs run on the fp4 tensor cores, so the GPU's ``peak_tflops`` needs ``fp4``."""
+
+
 def _arch(arch: int | None) -> str:
     """A compute capability as NVIDIA writes it (90 -> '9.0')."""
     arch = arch or 0
@@ -45,6 +53,13 @@ def dtype_problem(dtype: str, fp8_recipe: str, gpu: GPUSpec) -> str | None:
                 f"none (peaks: {', '.join(gpu.peak_flops)}); use fp16 (loss-scaled, as V100 "
                 "runs trained) or an Ampere-or-later GPU")
     arch = gpu.sm_arch
+    if dtype == "fp8" and fp8_recipe == "nvfp4" and (
+            arch is None or arch < NVFP4_MIN_ARCH or "fp4" not in gpu.peak_flops):
+        what = f"compute capability {_arch(arch)}" if arch is not None else \
+            f"vendor {gpu.vendor}"
+        return (f"training.fp8_recipe=nvfp4 needs NVIDIA fp4 tensor cores (compute capability "
+                f"10.0 or later: Transformer Engine's NVFP4BlockScaling); cluster.gpu "
+                f"{gpu.name} is {what}; use an fp8 recipe (mxfp8, current, delayed)")
     if dtype == "fp8" and fp8_recipe == "blockwise" and arch is not None \
             and arch < FP8_BLOCKWISE_MIN_ARCH:
         return (f"training.fp8_recipe=blockwise needs compute capability 9.0 or later "
@@ -70,4 +85,4 @@ def attention_problem(attention: str, gpu: GPUSpec,
             f"one of {', '.join(['unfused', 'eager', 'sdpa', 'mem_efficient', *runs])}")
 
 
-__all__ = ["ATTENTION_MIN_ARCH", "FP8_BLOCKWISE_MIN_ARCH", "attention_problem", "dtype_problem"]
+__all__ = ["ATTENTION_MIN_ARCH", "FP8_BLOCKWISE_MIN_ARCH", "NVFP4_MIN_ARCH", "attention_problem", "dtype_problem"]

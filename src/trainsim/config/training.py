@@ -89,12 +89,16 @@ class TrainingConfig:
     mem_efficient (xFormers' memory-efficient attention, e.g. LLaMA-1's training, or PyTorch
     SDPA's EFFICIENT_ATTENTION backend that runs it), ck (Transformer Engine's fused attention on
     ROCm, its Composable Kernel backend: AMD GPUs only). ``flash`` is read as flash2."""
-    fp8_recipe: Literal["delayed", "current", "blockwise", "mxfp8"] = "delayed"
+    fp8_recipe: Literal["delayed", "current", "blockwise", "mxfp8", "nvfp4"] = "delayed"
     """How fp8 tensors are scaled (Transformer Engine recipes): ``delayed`` per-tensor scale
     from an amax history (the cast reads its input once); ``current`` per-tensor scale from this
     tensor's amax (one more read of the input before the cast); ``blockwise`` 1x128 / 128x128
     block scales (DeepSeek-V3 §3.3.1); ``mxfp8`` Blackwell's MX format, one 8-bit scale per 32
-    elements. Used only when dtype is fp8."""
+    elements; ``nvfp4`` Transformer Engine's ``NVFP4BlockScaling``: the linears' three GEMMs in
+    4-bit E2M1 with an E4M3 scale per 16 elements and a per-tensor fp32 scale, on the fp4 tensor
+    cores (Megatron-core ``--fp4-format e2m1 --fp4-recipe nvfp4``, which TE runs through the
+    same ``fp8_autocast``: Megatron-LM@d98e8a64 megatron/core/fp4_utils.py L219-290;
+    ``workload.shard.NVFP4_ELEMENT_BYTES``). Used only when dtype is fp8."""
     fp8_param_gather: bool = False
     """Keep the matmul weights only in fp8 and all-gather them in fp8 (Megatron
     --fp8-param-gather, Megatron-Bridge's fp8 mixed-precision recipes): no 16-bit copy of them.

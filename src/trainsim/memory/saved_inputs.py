@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from trainsim.config import RunConfig
+from trainsim.workload.ops import NVFP4_ELEMENT_BYTES
 
 FP8_SAVED_INPUT_BYTES = {"delayed": 1.0, "current": 1.0, "blockwise": 1.0 + 4 / 128,
-                         "mxfp8": 1.0 + 1 / 32}
+                         "mxfp8": 1.0 + 1 / 32, "nvfp4": NVFP4_ELEMENT_BYTES}
 """Bytes per element of a GEMM input that Transformer Engine saves for the backward under fp8:
 the 8-bit cast (the copy the weight-gradient GEMM reads) instead of the 16-bit tensor, plus its
-scales (blockwise: an fp32 scale per 1x128 tile; MXFP8: an E8M0 byte per 32 elements).
+scales (blockwise: an fp32 scale per 1x128 tile; MXFP8: an E8M0 byte per 32 elements; NVFP4 the
+4-bit column-wise copy with an E4M3 byte per 16, ``workload.ops.NVFP4_ELEMENT_BYTES``).
 TransformerEngine transformer_engine/pytorch/module/linear.py, layernorm_linear.py and
 layernorm_mlp.py save ``inputmat`` / ``ln_out`` / the activation output in fp8 when fp8 is on;
 the LayerNorm input and the FC1 output (the activation's input) stay 16-bit."""

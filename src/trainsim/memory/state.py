@@ -47,6 +47,7 @@ from trainsim.memory.params import stage_layer_params, stage_param_split
 from trainsim.model.counts import layer_params
 from trainsim.workload import fsdp2_copies
 from trainsim.workload.fp8_gather import fp8_weight_shapes, fp8_weights_gathered
+from trainsim.workload.ops import NVFP4_ELEMENT_BYTES
 from trainsim.workload.optimizer_impl import optimizer_impl
 from trainsim.workload.sharding import fsdp_pp_mode
 from trainsim.workload.vocab import rank_vocab
@@ -58,11 +59,13 @@ DEEPSPEED_PREFETCH_BUCKET = 50_000_000
 """ZeRO-3 ``stage3_prefetch_bucket_size`` default, elements (same constants file)."""
 FP8_WEIGHT_LAYOUT_BYTES = {"delayed": (1.0, 1.0), "current": (1.0, 1.0),
                            "blockwise": (1.0 + 4 / 128**2, 1.0 + 4 / 128**2),
-                           "mxfp8": (1.0 + 1 / 32, 1.0 + 1 / 32)}
+                           "mxfp8": (1.0 + 1 / 32, 1.0 + 1 / 32),
+                           "nvfp4": (NVFP4_ELEMENT_BYTES, NVFP4_ELEMENT_BYTES)}
 """Bytes per Linear weight element of the fp8 copies Transformer Engine keeps across
 micro-batches (``is_first_microbatch``): (row-wise, column-wise). The forward GEMM reads the
 row-wise copy and the dgrad GEMM the column-wise (transposed) one; blockwise adds an fp32 scale
-per 128x128 block, MXFP8 one E8M0 byte per 32 elements. Where the tensor cores take fp8 in
+per 128x128 block, MXFP8 one E8M0 byte per 32 elements, NVFP4 a 4-bit value and an E4M3 byte
+per 16 (its GEMMs take only TN, so both layouts: nvfp4.rst "Handling transposes"). Where the tensor cores take fp8 in
 either layout (sm100-sm119, sm130 on: not sm120) the per-tensor recipes need no transposed
 copy (TE checks the compute capability before it makes one). TransformerEngine@v2.4
 transformer_engine/pytorch/module/linear.py, tensor/float8_tensor.py, tensor/mxfp8_tensor.py."""

@@ -275,7 +275,8 @@ VALUE_SYNONYMS: dict[str, dict[str, str]] = {
                    "current_scaling": "current", "float8currentscaling": "current",
                    "block": "blockwise", "block_scaling": "blockwise",
                    "blockwise_scaling": "blockwise", "float8blockscaling": "blockwise",
-                   "mxfp8blockscaling": "mxfp8", "mx": "mxfp8"},
+                   "mxfp8blockscaling": "mxfp8", "mx": "mxfp8",
+                   "nvfp4blockscaling": "nvfp4", "fp4": "nvfp4"},
     # the 2-matrix or gated 3-matrix MLP the README's two words stand for: GeGLU and ReGLU are
     # gated like SwiGLU (Shazeer 2020, arXiv:2002.05202, eqs. 5-6); GPT-2's gelu_new, tanh GELU
     # and squared ReLU (Nemotron-4, whose presets here read 'gelu': the 2-matrix MLP) are not
@@ -523,6 +524,12 @@ PRECISIONS: dict[str, tuple[str, str | None]] = {
     "bf16_with_fp8_subchannel_scaling_mixed": ("fp8", "blockwise"),
     "fp8_ds": ("fp8", "delayed"), "fp8_cs": ("fp8", "current"), "fp8_mx": ("fp8", "mxfp8"),
     "fp8_sc": ("fp8", "blockwise"),
+    # NVFP4: Transformer Engine runs it as one more recipe of fp8_autocast (Megatron-LM@d98e8a64
+    # megatron/core/fp4_utils.py L219-290, ``--fp4-format e2m1 --fp4-recipe nvfp4``);
+    # Megatron-Bridge's ``bf16_with_nvfp4_mixed`` and --compute_dtype ``nvfp4``, the tables'
+    # "NVFP4", torchtitan's NVFP4 converter
+    "nvfp4": ("fp8", "nvfp4"), "fp4": ("fp8", "nvfp4"), "bf16_with_nvfp4_mixed": ("fp8", "nvfp4"),
+    "nvfp4_mixed": ("fp8", "nvfp4"),
     # "fp8 (delayed)", "FP8 (current scaling)": the recipe written beside the dtype
     **{f"fp8_({w})": ("fp8", r) for w, r in (
         ("delayed", "delayed"), ("delayed_scaling", "delayed"), ("current", "current"),

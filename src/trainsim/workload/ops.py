@@ -11,6 +11,13 @@ from typing import Literal, Union, get_args
 
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 ACT_BYTES = 2  # a 16-bit activation element
+NVFP4_BLOCK = 16
+"""Elements per NVFP4 scale block (an E4M3 scale each; Transformer Engine's
+``NVFP4BlockScaling``, TransformerEngine@d0067d0d transformer_engine/common/recipe/__init__.py
+L489-506: "each group of 16 consecutive values is scaled together")."""
+NVFP4_ELEMENT_BYTES = 0.5 + 1 / NVFP4_BLOCK
+"""Bytes per element of one NVFP4 layout: the 4-bit E2M1 value and its share of the 1-byte E4M3
+scale of its 16-element block (the per-tensor fp32 scale is negligible)."""
 
 AttentionImpl = Literal["unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn",
                         "sdpa", "triton", "flex", "mem_efficient", "ck"]
@@ -67,7 +74,7 @@ FULL_GRID: dict[str, GroupedImpl] = {"triton_max_m": "triton"}
 each group's full output (VeOmni's ``group_gemm_same_mn``, ByteDance-Seed/VeOmni@bfe4b650
 veomni/ops/group_gemm/kernel/group_gemm.py L357-383): ``workload.layers.backward_of``."""
 
-Fp8BlockScales = Literal["", "overlapped", "serial", "outer", "mma"]
+Fp8BlockScales = Literal["", "overlapped", "serial", "outer", "mma", "nvfp4"]
 """How an fp8 GEMM with a scale per block of k applies it (``Gemm.fp8_block_scales``)."""
 
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
@@ -119,7 +126,11 @@ class Gemm:
     (``compute.roofline.PROMOTION_OPS``);
     ``mma``: MXFP8's E8M0 scale per 32 elements of k, which the tensor cores apply in the MMA
     itself (Blackwell's block-scaled ``tcgen05.mma``; Transformer Engine's ``MXFP8BlockScaling``
-    recipe, ``workload.shard.linear``); ``""``: per-tensor scales, applied in the epilogue.
+    recipe, ``workload.shard.linear``); ``nvfp4``: the operands are not fp8 but NVFP4 (E2M1
+    with an E4M3 scale per 16 elements of k, ``NVFP4_ELEMENT_BYTES``), the tensor cores
+    applying the scales in the MMA at the GPU's fp4 rate (Transformer Engine's
+    ``NVFP4BlockScaling`` recipe, ``training.fp8_recipe=nvfp4``); ``""``: per-tensor scales,
+    applied in the epilogue.
     Priced by ``compute.roofline``."""
     accumulate_bytes: int = 0
     """Bytes per element of the buffer the GEMM adds its output into, read and written by its
@@ -140,7 +151,7 @@ class Gemm:
 
     @property
     def bytes(self) -> float:
-        e = DTYPE_BYTES[self.dtype]
+        e = NVFP4_ELEMENT_BYTES if self.fp8_block_scales == "nvfp4" else DTYPE_BYTES[self.dtype]
         # outputs are written in 16 bits (fp8 GEMMs too, as Transformer Engine does), or read
         # and written in the accumulating buffer's dtype
         out = 2 * self.accumulate_bytes if self.accumulate_bytes else 2

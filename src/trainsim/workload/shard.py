@@ -24,6 +24,7 @@ from trainsim.workload.elementwise import fp8_scale_update_op
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import (
     MATERIALIZED_SCORES,
+    NVFP4_ELEMENT_BYTES,
     Comm,
     Elementwise,
     Fp8BlockScales,
@@ -172,6 +173,8 @@ class Shard:
         per-tensor scaling writes no transpose where GEMMs take non-TN layouts (``fp8_tn_only``:
         TE v2.8 csrc/quantizer.cpp 126-137, 331-340 ``with_transpose = columnwise_usage &&
         !nvte_is_non_tn_fp8_gemm_supported()``); MXFP8 and blockwise write both layouts anyway."""
+        if self.fp8_recipe == "nvfp4":
+            return NVFP4_CAST_BYTES
         if not self.fp8_tn_only and self.fp8_recipe in FP8_ROWWISE_GATHER_RECIPES:
             return FP8_CAST_BYTES + FP8_RECIPE_EXTRA_BYTES[self.fp8_recipe]
         return FP8_CAST_TRANSPOSE_BYTES + FP8_RECIPE_EXTRA_BYTES[self.fp8_recipe]
@@ -204,6 +207,8 @@ class Shard:
         columnwise=False)``), the output gradient both, for dgrad and wgrad (linear.py@v2.8
         567 ``set_usage(rowwise=True, columnwise=True)``; with userbuffers a second, column-wise
         gather, 775-804)."""
+        if self.fp8_recipe == "nvfp4":  # both layouts where mxfp8 gathers both
+            return (2 if grad and self.fp8_local_cast else 1) * NVFP4_ELEMENT_BYTES
         if not (self.fp8_local_cast and self.fp8_recipe == "mxfp8"):
             return 1
         return (2 if grad else 1) * (1 + 1 / 32)
@@ -396,11 +401,25 @@ def amax_all_reduce(name: str) -> Comm:
 
 FP8_TRANSPOSE_BYTES = 2
 """``tex.fp8_transpose``: read and write one byte per element."""
-FP8_RECIPE_KERNELS = {"delayed": 1, "current": 3, "blockwise": 1, "mxfp8": 1}
+FP8_RECIPE_KERNELS = {"delayed": 1, "current": 3, "blockwise": 1, "mxfp8": 1, "nvfp4": 2}
 """Kernels per cast: current scaling computes the amax, then the scale from it, then casts
 (TransformerEngine pytorch/csrc quantizer.cpp ``Float8CurrentScalingQuantizer::quantize_impl``:
-``nvte_compute_amax``, ``nvte_compute_scale_from_amax``, ``nvte_quantize_v2``); the other
-recipes cast with the scale in one kernel."""
+``nvte_compute_amax``, ``nvte_compute_scale_from_amax``, ``nvte_quantize_v2``); NVFP4 computes
+the amax (with the random Hadamard transform, that of the input and of its transformed
+transpose in one kernel), then quantizes (``NVFP4_CAST_BYTES``); the other recipes cast with
+the scale in one kernel."""
+
+NVFP4_CAST_BYTES = 2 * ACT + 2 * NVFP4_ELEMENT_BYTES
+"""Per element of Transformer Engine's NVFP4 quantization of a 16-bit GEMM operand, both
+layouts (NVFP4 GEMMs take only the TN layout: docs features/low_precision_training/nvfp4/
+nvfp4.rst, "Handling transposes"): the amax pass reads the input (with RHT,
+``nvte_hadamard_transform_amax``: the input's amax and its transformed transpose's in one read;
+without, the weights, ``nvte_compute_amax_with_config``), the quantize pass reads it again and
+writes the row-wise and the column-wise (RHT-transformed, for wgrad) 4-bit data and their
+scales (``nvte_quantize_with_hadamard_transform``, or ``nvte_quantize_v2``): pytorch/csrc/
+quantizer.cpp ``NVFP4Quantizer::quantize_impl`` (TransformerEngine@d0067d0d L2508-2735).
+The 16x16 Hadamard products run on the tensor cores inside the cast (TE's RHT cast fusion),
+so the pass is memory-bound like the others."""
 
 
 FP8_INPUT_STORE_BYTES = ACT + 1
@@ -532,10 +551,12 @@ def linear(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: i
         ops.append(Elementwise(f"{name}.cast_transpose",
                                bytes=batch * m * k * (sh.fp8_cast_bytes - amax_read),
                                kernels=batch * kernels, kernel=CAST_KERNEL))
+    fp8 = sh.dtype == "fp8"
     gemm = Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch, shares_input=shares_input,
-                grouped=grouped, ragged=ragged, fp8_fast_accum=sh.dtype == "fp8",
-                seq_parallel=seq_parallel if sh.dtype == "fp8" else "",  # read for fp8 only
-                fp8_block_scales="mma" if sh.dtype == "fp8" and sh.mxfp8_mma else "")
+                grouped=grouped, ragged=ragged, fp8_fast_accum=fp8,
+                seq_parallel=seq_parallel if fp8 else "",  # read for fp8 only
+                fp8_block_scales="nvfp4" if fp8 and sh.fp8_recipe == "nvfp4"
+                else "mma" if fp8 and sh.mxfp8_mma else "")
     swizzle = mxfp8_swizzle(sh, name, gemm, ((activation_kind(sh, gemm, "gather"), m * k),
                                              ("weight", n * k)))
     ops.extend([swizzle, gemm] if swizzle else [gemm])
