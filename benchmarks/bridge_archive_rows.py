@@ -16,7 +16,8 @@ empty: the tool chooses what the framework leaves to its user).  The model shape
 public file's own row of that model.
 
 Iteration time = GBS x sequence length / (tokens/s/GPU x GPUs).  Rows the tool cannot express are
-left out with the reason (``left_out()``): NVFP4 precision, Kimi-K2 (Muon optimizer).  Nemotron 3
+left out with the reason (``left_out()``): Kimi-K2 (Muon optimizer).  NVFP4 rows are priced with
+the nvfp4 recipe since the 52nd session (``training.fp8_recipe=nvfp4``).  Nemotron 3
 Nano's and Nemotron 3 Super's rows (hybrid Mamba-2 / attention / MoE, the presets
 nemotron-3-nano-30b-a3b and nemotron-3-super-120b-a12b: latent MoE, two '*E' MTP depths) are
 written by ``--hybrid`` to a file of their own (benchmarks/training_nemotron3.csv).  ``TABLE`` is typed from the archive (one line
@@ -210,7 +211,6 @@ SHAPE = ("model", "hidden_size", "num_layers", "num_attention_heads", "num_kv_he
          "moe_ffn_hidden_size")
 MUON = ("Muon optimizer (the table's footnote): training.optimizer is one of adam, lamb, sgd "
         "(the kimi-k2 preset exists; its optimizer step does not)")
-NVFP4 = "NVFP4: \"training.dtype='nvfp4' is not one of ['fp16', 'bf16', 'fp8']\""
 UNEXPRESSIBLE = {"Kimi_K2": MUON}
 HYBRID = {"Nemotron_3_Nano": "nemotron-3-nano-30b-a3b",
           "Nemotron_3_Super": "nemotron-3-super-120b-a12b"}
@@ -218,11 +218,12 @@ HYBRID = {"Nemotron_3_Nano": "nemotron-3-nano-30b-a3b",
 # table precision -> (dtype, fp8_recipe); 'FP8' alone: the profile's recipe (current scaling
 # since 25.11, megatron-bridge.yaml), left empty as the public and held-out rows of 26.x leave it
 PRECISION = {"FP8": ("fp8", ""), "FP8-CS": ("fp8", "current"), "FP8-MX": ("fp8", "mxfp8"),
-             "MXFP8": ("fp8", "mxfp8"), "BF16": ("bf16", "")}
+             "MXFP8": ("fp8", "mxfp8"), "BF16": ("bf16", ""), "NVFP4": ("fp8", "nvfp4")}
 PRECISION_WORDS = {"FP8": "FP8, recipe not named", "FP8-CS": "FP8 current scaling",
                    "FP8-MX": "MXFP8 block scaling", "MXFP8": "MXFP8 block scaling",
-                   "BF16": "BF16"}
-TAGS = {"FP8": "fp8", "FP8-CS": "fp8cs", "FP8-MX": "mxfp8", "MXFP8": "mxfp8", "BF16": "bf16"}
+                   "BF16": "BF16", "NVFP4": "NVFP4 block scaling, TE NVFP4BlockScaling"}
+TAGS = {"FP8": "fp8", "FP8-CS": "fp8cs", "FP8-MX": "mxfp8", "MXFP8": "mxfp8", "BF16": "bf16",
+        "NVFP4": "nvfp4"}
 
 
 def table() -> list[dict[str, str]]:
@@ -256,7 +257,7 @@ def left_out() -> list[str]:
     for t in table():
         name = re.sub(r"\s*\(.*\)", "", t["model"])
         for prec, _tok, _ in variants(t):
-            why = UNEXPRESSIBLE.get(name) or (NVFP4 if prec == "NVFP4" else None)
+            why = UNEXPRESSIBLE.get(name)
             if name in HYBRID and why is None:
                 continue  # in the --hybrid file
             if why:
@@ -273,7 +274,7 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
     for t in table():
         name = re.sub(r"\s*\(.*\)", "", t["model"])
         for prec, tok, alternate in variants(t):
-            if name in UNEXPRESSIBLE or prec == "NVFP4" or (int(t["line"]), prec) in HELD \
+            if name in UNEXPRESSIBLE or (int(t["line"]), prec) in HELD \
                     or (name in HYBRID) != hybrid:
                 continue
             shape = ({**{c: "" for c in SHAPE}, "model": HYBRID[name]}
@@ -292,6 +293,14 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
             note.append("no FSDP column in this release's table" if t["fsdp"] == "-" else
                         f"FSDP {t['fsdp']} = Megatron FSDP (zero_stage 3)" if fsdp else
                         "FSDP 0 = DDP (distributed optimizer not stated)")
+            if prec == "NVFP4" and name == "Nemotron_3_Super":
+                note.append("NVFP4 recipe not read in full: Megatron-Bridge@067f987d perf_recipes/"
+                            "nemotronh/common.py L65-70 keeps the last 14 layers in BF16 and "
+                            "fp4_param_gather off, te_quant.cfg keeps attention, latent and MTP "
+                            "linears BF16 and Mamba out_proj MXFP8; priced all NVFP4")
+            elif prec == "NVFP4":
+                note.append("bf16_with_nvfp4_mixed: no BF16 layers, fp4_param_gather on "
+                            "(Megatron-Bridge@067f987d training/mixed_precision.py L405-418)")
             note.append("recompute, sequence parallel, dispatcher and overlaps not stated")
             if t["ga"] != "-":
                 dp = int(t["gpus"]) // (int(t["tp"]) * int(t["pp"]) * int(t["cp"]))

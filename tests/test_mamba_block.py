@@ -190,15 +190,15 @@ def test_what_the_hybrid_step_does_not_price_is_refused(change, match):
 
 def test_nano_check_file_is_the_archive_s_rows_and_validates():
     """benchmarks/training_nemotron3.csv is what bridge_archive_rows.py --hybrid writes (the
-    archive's 9 Nemotron 3 Nano rows and 7 MXFP8 Nemotron 3 Super rows), and every row is
-    simulated."""
+    archive's 9 Nemotron 3 Nano rows, 7 MXFP8 and, since the nvfp4 recipe, 7 NVFP4 Nemotron 3
+    Super rows), and every row is simulated."""
     path = ROOT / "benchmarks" / "training_nemotron3.csv"
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bridge_archive_rows.py"),
                           "--hybrid"], capture_output=True, text=True, check=True).stdout
     assert out == path.read_text()
     rows = list(csv.DictReader(path.open()))
     nano = [r for r in rows if r["model"] == "nemotron-3-nano-30b-a3b"]
-    assert len(nano) == 9 and len(rows) == 16
+    assert len(nano) == 9 and len(rows) == 23
     from trainsim.validate.training import predict_training_row
 
     res = predict_training_row([r for r in nano if r["gpu"].startswith("h100")][-1])
