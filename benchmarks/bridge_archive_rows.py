@@ -41,7 +41,13 @@ REPO_DIR = "NVIDIA-NeMo+Megatron-Bridge"
 COMMIT = "067f987df03b8355b03192d88d70f1709fedf51a"
 ARCHIVE = "docs/performance-summary-archive.md"
 PUBLIC = Path(__file__).resolve().parents[1] / "src/trainsim/data/validation/training_public.csv"
-HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"])
+HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"],
+                               fp8_recipe=["num_layers_at_end_in_bf16"])
+SUPER_NVFP4_BF16_TAIL = "14"
+"""Megatron-Bridge@067f987d perf_recipes/nemotronh/common.py L65-70 ``_nemotron_3_super_nvfp4_
+precision`` -> training/mixed_precision.py L421-429 ``nemotron_3_super_bf16_with_nvfp4_mixed``:
+``first_last_layers_bf16 = True``, ``num_layers_at_end_in_bf16 = 14`` (at the start: the
+default 0, L73)."""
 SOURCE = ("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @ " + COMMIT
           + " (last changed 4ab94dfa, 2026-08-11), section '{section} NeMo Container', {system}, "
           "Pre-Training Performance, line {line}")
@@ -293,11 +299,13 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
             note.append("no FSDP column in this release's table" if t["fsdp"] == "-" else
                         f"FSDP {t['fsdp']} = Megatron FSDP (zero_stage 3)" if fsdp else
                         "FSDP 0 = DDP (distributed optimizer not stated)")
+            tail = ""
             if prec == "NVFP4" and name == "Nemotron_3_Super":
-                note.append("NVFP4 recipe not read in full: Megatron-Bridge@067f987d perf_recipes/"
-                            "nemotronh/common.py L65-70 keeps the last 14 layers in BF16 and "
-                            "fp4_param_gather off, te_quant.cfg keeps attention, latent and MTP "
-                            "linears BF16 and Mamba out_proj MXFP8; priced all NVFP4")
+                tail = SUPER_NVFP4_BF16_TAIL
+                note.append("NVFP4 recipe (Megatron-Bridge@067f987d perf_recipes/nemotronh/"
+                            "common.py L65-70): the last 14 layers BF16 (num_layers_at_end_in_"
+                            "bf16); not read: fp4_param_gather off, te_quant.cfg's BF16 attention, "
+                            "latent and MTP linears and MXFP8 Mamba out_proj (priced NVFP4)")
             elif prec == "NVFP4":
                 note.append("bf16_with_nvfp4_mixed: no BF16 layers, fp4_param_gather on "
                             "(Megatron-Bridge@067f987d training/mixed_precision.py L405-418)")
@@ -331,7 +339,8 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
                        pp=_size(t, "pp"), cp=_size(t, "cp"), ep=_size(t, "ep"),
                        vpp=_size(t, "vp"), zero_stage="3" if fsdp else "",
                        global_batch_size=t["gbs"], micro_batch_size=t["mbs"], dtype=dtype,
-                       fp8_recipe=recipe, framework="megatron-bridge",
+                       fp8_recipe=recipe, num_layers_at_end_in_bf16=tail,
+                       framework="megatron-bridge",
                        framework_version=SECTIONS[t["section"]],
                        measured_iteration_s=f"{iteration_s(t, tok):.4f}", note="; ".join(note))
             out.append(row)

@@ -21,8 +21,9 @@ The GPU is not named ("NVIDIA Blackwell SM100 or later"). It is read from the ru
 a GB200 (the driver's 185.03 GiB, catalog/gpus/gb200.yaml, less the CUDA context), not a B200
 (179.06 GiB) nor a B300 (~268 GiB).
 
-The NVFP4 (bf16 tail) row is priced with ``fp8_recipe=nvfp4`` since the 52nd session, every layer
-NVFP4 (its last 5 of 32 layers run bf16 in the run: not read). Left out: the Qwen3 8B table (its recipe, qwen3_8b_first_85_pct_layers_nvfp4,
+The NVFP4 (bf16 tail) row is priced with ``fp8_recipe=nvfp4`` since the 52nd session, its last 5 of
+32 layers bf16 (``num_layers_at_end_in_bf16``); TorchAO's NVFP4 kernels are priced as Transformer
+Engine's (``workload.shard.NVFP4_CAST_BYTES``). Left out: the Qwen3 8B table (its recipe, qwen3_8b_first_85_pct_layers_nvfp4,
 builds on sft_qwen3_8b_math with attn_backend="varlen": attention within packed C4 documents,
 which trainsim cannot express, and its BF16 / MXFP8 baselines' configs are not stated); mxfp8.md's
 Llama4 Scout MoE table (no llama4 preset, and format v2 has no shared-expert column; the table says
@@ -40,7 +41,7 @@ import mirror_rows
 REPO_DIR = "pytorch+torchtitan"
 COMMIT = "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a"
 DOC = "torchtitan/components/quantization/nvfp4.md"
-HEADER = mirror_rows.v2_header()
+HEADER = mirror_rows.v2_header(fp8_recipe=["num_layers_at_end_in_bf16"])
 SOURCE = ("pytorch/torchtitan " + DOC + " @ " + COMMIT + " (table set at bcc09297a, 2026-08-05, "
           "#3914), 'Llama 3 8B 200M-Token Evidence', line {line}; PyTorch 2.14.0a0+gitd9abf9e, "
           "TorchAO 0.18.0+gitcb76f29")
@@ -53,7 +54,8 @@ CONFIG = {"MXFP8": "llama3_8b_mxfp8 (MXFP8LinearConverter on every dense Linear,
           "BF16": "llama3_8b with compile, as the section's 'eager + torch.compile' says",
           "NVFP4 (bf16 tail)": "llama3_8b_first_85_pct_layers_nvfp4 (NVFP4LinearConverter on "
           "layers 0-26, TorchAO's NVFP4 training prototype, compile; layers 27-31 and the LM "
-          "head bf16, which trainsim does not read: priced as NVFP4 in every layer)"}
+          "head bf16: num_layers_at_end_in_bf16 5, as the section says)"}
+BF16_TAIL = {"NVFP4 (bf16 tail)": "5"}  # "layers 0-26 use NVFP4 and layers 27-31 remain bf16"
 RECIPE = {"MXFP8": "mxfp8", "NVFP4 (bf16 tail)": "nvfp4"}
 TAG = {"MXFP8": "mxfp8", "BF16": "bf16", "NVFP4 (bf16 tail)": "nvfp4"}
 
@@ -73,7 +75,8 @@ def rows() -> list[dict[str, str]]:
             gpus_per_node=str(GPUS), tp="1", pp="1", cp="1", recompute="selective",
             zero_stage="3", global_batch_size=str(LOCAL_BATCH * GPUS),
             micro_batch_size=str(LOCAL_BATCH), dtype="fp8" if fp8 else "bf16",
-            fp8_recipe=RECIPE.get(run, ""), options="compile", framework="torchtitan",
+            fp8_recipe=RECIPE.get(run, ""), options="compile",
+            num_layers_at_end_in_bf16=BF16_TAIL.get(run, ""), framework="torchtitan",
             framework_version="2026-08", memory_kind="reserved",
             measured_iteration_s=f"{iteration_s(tps):.6f}", measured_peak_memory_gib=mem,
             note=(f"published {tps} tokens/s per GPU, {mem} GiB ({pct}%); iteration = local "
@@ -103,7 +106,8 @@ def check() -> list[str]:
     for phrase in ("global batch size 128 (local batch size 32, FSDP degree 4)",
                    "--training.max_context_length 2048",
                    "--training.num_tokens_per_microbatch_per_dp_rank 65536",
-                   "--nproc_per_node 4", "PyTorch: `2.14.0a0+gitd9abf9e`"):
+                   "--nproc_per_node 4", "PyTorch: `2.14.0a0+gitd9abf9e`",
+                   "layers 0-26 use NVFP4 and layers 27-31 remain bf16"):
         if phrase not in text:
             bad.append(f"not in {DOC}: {phrase!r}")
     registry = mirror_rows.show(REPO_DIR, COMMIT, "torchtitan/models/llama3/config_registry.py")

@@ -86,32 +86,40 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     source = layer_source or (lambda c, s, moe: layer_forward(c, s, moe=moe))
 
     recomputed = cfg.recomputed_layers
+    bf16 = cfg.bf16_layers  # layers kept in 16 bits under fp8 (training.num_layers_*_in_bf16)
 
-    def kind(i: int) -> tuple[bool | str, bool, bool]:  # (layer_kind, windowed, recomputed)
-        return layer_kind(m, i), m.layer_window(i) is not None, i in recomputed
+    def kind(i: int) -> tuple[bool | str, bool, bool, bool]:
+        # (layer_kind, windowed, recomputed, kept in bf16)
+        return layer_kind(m, i), m.layer_window(i) is not None, i in recomputed, i in bf16
 
     # A full-attention layer of a model with a sliding window is built from the same config
     # with the window removed, so layer sources keep their (config, shard, moe) signature.
     full_cfg = cfg if m.sliding_window is None else \
         replace(cfg, model=replace(m, sliding_window=None, window_attn_skip_freq=None))
-    layer_f: dict[tuple[bool | str, bool, bool], Priced] = {}
-    layer_b: dict[tuple[bool | str, bool, bool], Priced] = {}
+    layer_f: dict[tuple[bool | str, bool, bool, bool], Priced] = {}
+    layer_b: dict[tuple[bool | str, bool, bool, bool], Priced] = {}
 
     paired = combined_1f1b(cfg)  # an MoE layer's passes run as combined-1F1B pairs
 
-    sides: dict[tuple[bool | str, bool, bool], tuple[Side, Side] | None] = {}
+    sides: dict[tuple[bool | str, bool, bool, bool], tuple[Side, Side] | None] = {}
+    sh16 = shard_of(replace(cfg, training=replace(cfg.training, dtype="bf16"))) if bf16 else sh
 
-    def price_kind(k: tuple[bool | str, bool, bool]) -> None:
+    def price_kind(k: tuple[bool | str, bool, bool, bool]) -> None:
         c = cfg if k[1] else full_cfg
-        lf = source(c, sh, k[0])
-        if k[2] and recompute_drops_fp8(c):  # recompute and backward in 16 bits
+        if k[3]:  # outside fp8_autocast: the layer's linears in 16 bits, whatever it recomputes
+            c = replace(c, training=replace(c.training, dtype="bf16"))
+            lf = source(c, sh16, k[0])
+            lb = layer_recompute(c, sh16, lf, whole=k[2]) + backward_of(lf, sh16)
+        elif k[2] and recompute_drops_fp8(c):  # recompute and backward in 16 bits
+            lf = source(c, sh, k[0])
             c16 = replace(c, training=replace(c.training, dtype="bf16"))
-            sh16 = shard_of(c16)
-            lf16 = source(c16, sh16, k[0])
+            sh_16 = shard_of(c16)
+            lf16 = source(c16, sh_16, k[0])
             # the run's config picks what the recompute re-runs (TE's linears, bf16 or not,
             # save after their GEMM), the bf16 block's ops what each costs
-            lb = layer_recompute(c, sh16, lf16) + backward_of(lf16, sh16)
+            lb = layer_recompute(c, sh_16, lf16) + backward_of(lf16, sh_16)
         else:
+            lf = source(c, sh, k[0])
             lb = layer_recompute(c, sh, lf, whole=k[2]) + backward_of(lf, sh)
         pair = (moe_sides if routed(k[0]) else dense_sides)(pricer, lf, lb) if paired else None
         if isinstance(pair, MoeSides):  # an MoE layer: its passes without exchanges
@@ -134,7 +142,9 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     if m.mtp_num_layers:  # DeepSeek-V3 MTP: per module a 2h->h projection, a layer and a head
         # recomputed (eh_proj and layer) only as cfg.mtp_recomputed says, not with the last layer
         redo = cfg.mtp_recomputed
-        mtp_kinds = [(*k[:2], redo) for k in mtp_kinds]  # a hybrid depth: its '/' part's
+        # a hybrid depth: its '/' part's; MTP layers keep the run's dtype (the bf16 layers are
+        # the decoder's, by global index: Megatron-core ``is_first_last_bf16_layer``)
+        mtp_kinds = [(*k[:2], redo, False) for k in mtp_kinds]
         for k in mtp_kinds:
             if k not in layer_b:
                 price_kind(k)
@@ -240,10 +250,11 @@ def _waited(part: Priced, wait_s: float) -> Priced:
         else part
 
 
-def composition(first: bool, last: bool, kinds: list[tuple[bool | str, bool, bool]]) -> Hashable:
+def composition(first: bool, last: bool,
+                kinds: list[tuple[bool | str, bool, bool, bool]]) -> Hashable:
     """What one virtual stage's ``Chunk`` depends on within a ``chunks`` call, whose config,
     pricer, shard and layer source are fixed: whether it is the first and the last virtual
-    stage, and its layers' kinds (``layer_kind``, windowed, recomputed) in order. ``chunks``
+    stage, and its layers' kinds (``layer_kind``, windowed, recomputed, kept in bf16) in order. ``chunks``
     assembles the virtual stages of one composition once and hands them the same ``Chunk``
     (issue 21, chunk46: the public file's 758 calls built 23,904 virtual stages of 1,980
     compositions). Exact: the assembly reads a layer's index only through its kind (the

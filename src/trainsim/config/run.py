@@ -185,6 +185,13 @@ class RunConfig:
                               f"{c.gpu.name} has none (peaks: {', '.join(c.gpu.peak_flops)}); "
                               "use bf16 or a GPU with fp8 matrix units (NVIDIA Ada, Hopper "
                               "or later, AMD MI300 or later)")
+        per_stage = m.num_layers // p.pp
+        for name in ("num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16"):
+            if t.dtype == "fp8" and getattr(t, name) > per_stage:
+                # Megatron-LM@d98e8a64 transformer_config.py L1533-1556
+                raise ConfigError(f"training.{name}={getattr(t, name)} must be between 0 and "
+                                  f"the layers per pipeline stage ({m.num_layers} // pp {p.pp} "
+                                  f"= {per_stage}), as Megatron-core checks")
         problem = dtype_problem(t.dtype, t.fp8_recipe, c.gpu) or \
             attention_problem(t.attention, c.gpu)
         if problem:  # config.gpu_rules: bf16 before Ampere, fused attention kernels by arch
@@ -522,6 +529,17 @@ class RunConfig:
             return frozenset()
         n = p.recompute_num_layers
         return frozenset(i for r in self.virtual_ranges for i in (r if n is None else r[:n]))
+
+    @cached
+    def bf16_layers(self) -> frozenset[int]:
+        """Global indices of the transformer layers kept in 16 bits under fp8 or NVFP4
+        (``training.num_layers_at_start_in_bf16`` / ``num_layers_at_end_in_bf16``, Megatron-core's
+        ``is_first_last_bf16_layer``); empty without fp8."""
+        t, n = self.training, self.model.num_layers
+        if t.dtype != "fp8":
+            return frozenset()
+        start, end = t.num_layers_at_start_in_bf16, t.num_layers_at_end_in_bf16
+        return frozenset(i for i in range(n) if i < start or i >= n - end)
 
     @property
     def mtp_recomputed(self) -> bool:

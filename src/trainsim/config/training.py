@@ -103,6 +103,16 @@ class TrainingConfig:
     """Keep the matmul weights only in fp8 and all-gather them in fp8 (Megatron
     --fp8-param-gather, Megatron-Bridge's fp8 mixed-precision recipes): no 16-bit copy of them.
     Used only when dtype is fp8."""
+    num_layers_at_start_in_bf16: int = 0
+    """Transformer layers at the start of the model whose linears run in 16 bits under fp8 (and
+    NVFP4): Megatron-core ``--first-last-layers-bf16`` with ``--num-layers-at-start-in-bf16``
+    (Megatron-LM@d98e8a64 megatron/core/fp8_utils.py L711-728 ``is_first_last_bf16_layer``,
+    fp4_utils.py L246-263: no fp8/fp4 autocast for a layer whose global index is below it).
+    0: none. Used only when dtype is fp8."""
+    num_layers_at_end_in_bf16: int = 0
+    """The same for the last layers (``--num-layers-at-end-in-bf16``; torchtitan's NVFP4 recipe
+    keeps its last ~15 % of decoder blocks bf16, Megatron-Bridge's Nemotron 3 Super NVFP4 recipe
+    the last 14). 0: none. Used only when dtype is fp8."""
     activation_func_fp8_input_store: bool = False
     """Keep the SwiGLU input saved for the backward in fp8, one byte per element, and cast it
     back for the backward (Megatron-core --activation-func-fp8-input-store,
@@ -225,6 +235,17 @@ class TrainingConfig:
         if self.attention == "flash":  # the name before implementations were told apart
             object.__setattr__(self, "attention", "flash2")
         check_fields(self, "training")
+        for name in ("num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"training.{name}={getattr(self, name)} must be >= 0 (layers "
+                                  "kept in bf16 under fp8)")
+        if self.dtype == "fp8" and self.fp8_recipe == "delayed" and (
+                self.num_layers_at_start_in_bf16 or self.num_layers_at_end_in_bf16):
+            # Megatron-LM@d98e8a64 transformer_config.py L1529-1530
+            raise ConfigError("training.num_layers_at_start_in_bf16 / num_layers_at_end_in_bf16 "
+                              "with fp8_recipe=delayed: Megatron-core refuses it (\"Delayed "
+                              "scaling does not support first / last layer in BF16\"); use "
+                              "current, mxfp8 or nvfp4")
         require_positive("training", global_batch_size=self.global_batch_size,
                          micro_batch_size=self.micro_batch_size, seq_length=self.seq_length,
                          local_batch_size=self.local_batch_size,

@@ -14,7 +14,7 @@ gradients, ZeRO-3 also the weights (Rajbhandari et al. 2020, §5; ``memory.state
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
@@ -110,14 +110,14 @@ class MemoryBreakdown:
         return float(getattr(self, kind))
 
 
-_LAYER_BYTES: dict[int, tuple[RunConfig, dict[tuple[bool, bool], float]]] = {}
+_LAYER_BYTES: dict[int, tuple[RunConfig, dict[tuple[bool | str, bool, bool], float]]] = {}
 """A layer's activation bytes by config identity, then by (routed experts, recomputed whole),
 each kept with its config (an identity is never reused while kept): every stage of a memory
 check asks the same (cleared when it reaches ``_LAYER_BYTES_KEPT`` configs)."""
 _LAYER_BYTES_KEPT = 4096
 
 
-def _layer_bytes_kept(cfg: RunConfig) -> dict[tuple[bool, bool], float]:
+def _layer_bytes_kept(cfg: RunConfig) -> dict[tuple[bool | str, bool, bool], float]:
     hit = _LAYER_BYTES.get(id(cfg))
     if hit is None or hit[0] is not cfg:
         if len(_LAYER_BYTES) >= _LAYER_BYTES_KEPT:
@@ -140,13 +140,16 @@ def cache_clear() -> None:
 def _activations(cfg: RunConfig, stage: int) -> float:
     """Bytes of the micro-batches in flight at the peak on one rank of ``stage``."""
     p, m = cfg.parallel, cfg.model
-    kept = _layer_bytes_kept(cfg)  # by (routed experts, recomputed whole)
+    kept = _layer_bytes_kept(cfg)  # by (routed experts, recomputed whole, kept in bf16)
+    bf16 = cfg.bf16_layers
 
-    def layer_bytes(i: int) -> float:
-        key = (layer_kind(m, i), i in cfg.recomputed_layers)
+    def layer_bytes(i: int, main: bool = True) -> float:
+        # main: a decoder layer (its bf16 by index); False: an MTP depth's, in the run's dtype
+        key = (layer_kind(m, i), i in cfg.recomputed_layers, main and i in bf16)
         if key not in kept:
             mode = "full" if key[1] else ("none" if p.recompute == "full" else p.recompute)
-            kept[key] = activation_bytes_per_layer(cfg, recompute=mode, moe=key[0])
+            c = replace(cfg, training=replace(cfg.training, dtype="bf16")) if key[2] else cfg
+            kept[key] = activation_bytes_per_layer(c, recompute=mode, moe=key[0])
         return kept[key]
 
     ranges = cfg.virtual_stage_layers()
@@ -154,7 +157,7 @@ def _activations(cfg: RunConfig, stage: int) -> float:
     # with CPU offloading the first N layers' activations leave the GPU (memory.offload)
     gone = range(p.cpu_offloading_num_layers)
     rec = cfg.recomputed_layers
-    if m.num_experts is None and m.hybrid_layer_pattern is None and not gone and (
+    if m.num_experts is None and m.hybrid_layer_pattern is None and not gone and not bf16 and (
             not rec or len(rec) == sum(map(len, ranges))):
         # every layer keeps the same bytes (none or all recomputed): the same sums, added in
         # the same order, without a call per layer
@@ -165,7 +168,7 @@ def _activations(cfg: RunConfig, stage: int) -> float:
         chunk_bytes = [sum(layer_bytes(i) for i in ranges[v] if i not in gone) for v in held]
     if len(ranges) - 1 in held and m.mtp_num_layers:  # MTP depths follow the last layers
         chunk_bytes[held.index(len(ranges) - 1)] += m.mtp_num_layers * sum(
-            layer_bytes(i) for i in mtp_layer_indices(m)) + mtp_head_bytes(cfg, gemm_input_bytes(cfg))  # memory.mtp
+            layer_bytes(i, False) for i in mtp_layer_indices(m)) + mtp_head_bytes(cfg, gemm_input_bytes(cfg))  # memory.mtp
     if len(ranges) - 1 in held:  # the head, which no layer checkpoint covers: the final norm
         # keeps its 16-bit input and the output GEMM its 16-bit input (the norm's output; under
         # sequence parallelism Megatron's linear saves the sharded input and gathers it again

@@ -142,6 +142,19 @@ def stage_layer_params(cfg: RunConfig, stage: int) -> float:
     return dense / p.tp + experts / (p.ep * p.etp)
 
 
+def stage_bf16_layer_params(cfg: RunConfig, stage: int) -> float:
+    """Parameters of the layers one rank of ``stage`` holds that run in 16 bits under fp8
+    (``RunConfig.bf16_layers``): their matmul weights have no fp8 copies."""
+    bf16 = cfg.bf16_layers
+    if not bf16:
+        return 0.0
+    m, p = cfg.model, cfg.parallel
+    held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)
+    layers = [i for v in held for i in cfg.virtual_ranges[v] if i in bf16]
+    experts = sum(layer_expert_params(m, i) for i in layers)
+    return (sum(layer_params(m, i) for i in layers) - experts) / p.tp + experts / (p.ep * p.etp)
+
+
 def stage_params(cfg: RunConfig, stage: int) -> float:
     """Parameters held by one rank of pipeline stage ``stage``."""
     return sum(stage_param_split(cfg, stage))

@@ -43,7 +43,7 @@ from trainsim.config import ParallelConfig, RunConfig, TrainingConfig
 from trainsim.config.hybrid import layer_kind
 from trainsim.config.training import OPTIMIZER_STATE_BYTES
 from trainsim.memory.free_of import zero_free_kept
-from trainsim.memory.params import stage_layer_params, stage_param_split
+from trainsim.memory.params import stage_bf16_layer_params, stage_layer_params, stage_param_split
 from trainsim.model.counts import layer_params
 from trainsim.workload import fsdp2_copies
 from trainsim.workload.fp8_gather import fp8_weight_shapes, fp8_weights_gathered
@@ -489,6 +489,9 @@ def _model_state(cfg: RunConfig, stage: int) -> ModelState:
     if p.data_parallel_impl == "ddp":  # the output layer's matmul weight, on the last stage
         head = rank_vocab(cfg) * m.hidden_size if stage == p.pp - 1 else 0.0
         return _ddp(cfg, held, sharded, linear, head)
+    if p.data_parallel_impl in ("megatron", "deepspeed"):
+        # the layers kept in bf16 under fp8 hold 16-bit weights and no fp8 copies
+        linear -= stage_bf16_layer_params(cfg, stage)
     return _LAYOUTS[p.data_parallel_impl](cfg, held, sharded, linear)
 
 

@@ -106,6 +106,11 @@ COLUMN_FIELDS = {
     # column beyond format v2, empty or absent = the tuner's choice where the framework offloads
     # (``unknowns``), 0 = no offloading
     "cpu_offloading_num_layers": ("parallel", "cpu_offloading_num_layers"),
+    # the first / last transformer layers kept in bf16 under fp8 or NVFP4 (Megatron-core
+    # --first-last-layers-bf16 with --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16,
+    # torchtitan's NVFP4 bf16 tail): optional columns beyond format v2, empty or absent = 0
+    "num_layers_at_start_in_bf16": ("training", "num_layers_at_start_in_bf16"),
+    "num_layers_at_end_in_bf16": ("training", "num_layers_at_end_in_bf16"),
 }
 
 
@@ -118,7 +123,8 @@ COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "gl
 (beyond format v2: the README derives it as num_gpus / (tp*pp*cp)) is a check where a table
 states it: a row whose dp contradicts its other sizes fails, and an empty tp or pp is tuned
 among the layouts with that dp."""
-ZERO_COUNT_COLUMNS = ("cpu_offloading_num_layers", "zero_stage", "mtp_num_layers")
+ZERO_COUNT_COLUMNS = ("cpu_offloading_num_layers", "zero_stage", "mtp_num_layers",
+                      "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16")
 """Count columns where 0 is a value (off): whole numbers >= 0 (a ZeRO stage written '0.0' was
 not the '0' that lets the tuner choose Megatron's distributed optimizer, ``unknowns``)."""
 TRAINING_COLUMNS = frozenset(

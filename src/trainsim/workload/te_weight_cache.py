@@ -77,7 +77,10 @@ def weight_quantization(cfg: RunConfig, layers: Iterable[int]) -> list[Op]:
     sh = shard_of(cfg)
     elements = tensors = 0.0
     kinds: dict[bool | str, tuple[float, float]] = {}  # per layer kind: (elements, tensors)
+    bf16 = cfg.bf16_layers  # kept in 16 bits: no fp8 weights to cast
     for i in layers:
+        if i in bf16:
+            continue
         kind = layer_kind(cfg.model, i)
         if kind not in kinds:
             shapes = fp8_weight_shapes(cfg, i)
