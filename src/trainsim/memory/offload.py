@@ -54,6 +54,7 @@ import itertools
 from collections.abc import Sequence
 
 from trainsim.catalog.frameworks import framework_feature, te_at_least
+from trainsim.compute.roofline import NVFP4_OF_FP4_CEILING
 from trainsim.config import RunConfig
 from trainsim.model.counts import model_flops_per_token
 
@@ -76,7 +77,7 @@ def layer_forward_floor_s(cfg: RunConfig) -> float:
     compute model: its model FLOPs (the logit layer's spread over the layers) with the matmuls
     at the fastest GEMM rate (``compute.roofline.gemm_rate``: the GEMM ceiling; in fp8 the
     larger of the fp8 ceiling and the fast-accumulating kernels' 16-bit fraction of the fp8
-    peak) and the attention core (score and context matmuls, causal not halved) at the
+    peak, under NVFP4 the NVFP4 kernels' rate where faster) and the attention core (score and context matmuls, causal not halved) at the
     fastest a fused attention kernel runs (``compute.attention.attention_fraction``: at most
     1 / mamf_fraction of the 16-bit ceiling)."""
     m, p, t = cfg.model, cfg.parallel, cfg.training
@@ -89,6 +90,8 @@ def layer_forward_floor_s(cfg: RunConfig) -> float:
     gemm = gpu.gemm_ceiling(t.dtype)
     if t.dtype == "fp8" and "fp8" in gpu.peak_flops:
         gemm = max(gemm, gpu.gemm_ceiling("bf16") * gpu.flops("fp8") / gpu.flops("bf16"))
+    if t.dtype == "fp8" and t.fp8_recipe == "nvfp4":  # the NVFP4 kernels' rate (gemm_rate)
+        gemm = max(gemm, gpu.gemm_ceiling("fp4") * NVFP4_OF_FP4_CEILING)
     fused = gpu.gemm_ceiling("bf16") / gpu.mamf_fraction
     return tokens * ((per_token - attn) / gemm + attn / fused)
 
