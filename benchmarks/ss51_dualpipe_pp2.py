@@ -16,39 +16,20 @@ from __future__ import annotations
 
 import argparse
 import math
-import random
 from itertools import pairwise
 
-from helpers import random_config
+from helpers import pp2_dualpipe_configs
 
 import trainsim.steady_state as steady
-from trainsim import run_config_from_dict, simulate
+from trainsim import simulate
 from trainsim.engine import run
-from trainsim.errors import ConfigError
 from trainsim.pricing import Pricer
 from trainsim.simulator import build_graph
 
 
 def configs(n: int, seed: int) -> list:
-    rng, out = random.Random(seed), []
-    while len(out) < n:
-        raw = random_config(rng)
-        par, train, cluster = raw["parallel"], raw["training"], raw["cluster"]
-        par["pp"] = 2
-        dp = rng.choice([1, 2, 4])
-        cluster["num_gpus"] = par["tp"] * 2 * par["cp"] * dp
-        cluster["gpus_per_node"] = min(8, cluster["num_gpus"])
-        raw["model"]["num_layers"] = 2 * rng.randint(1, 3)
-        par.update(pipeline_schedule="dualpipe", vpp=None, zero_stage=rng.choice([0, 1, 2]))
-        if "ep" in par and (par["tp"] * par["cp"] * dp) % par["ep"]:
-            continue
-        micro = rng.randint(8 * 2 + 16, 12 * 2 + 64)
-        train["global_batch_size"] = (micro + micro % 2) * train["micro_batch_size"] * dp
-        try:
-            out.append(run_config_from_dict(raw))
-        except ConfigError:
-            continue
-    return out
+    """The draw above: ``helpers.pp2_dualpipe_configs`` (tests/test_steady_affine.py's)."""
+    return pp2_dualpipe_configs(n, seed)
 
 
 def decay(cfg, m: int) -> tuple[float, float, float]:
