@@ -50,3 +50,29 @@ def fallback_framework(zero_stage: object = None, replicas: object = None,
                                            "a plain PyTorch loop's mechanisms (DDP)")
     return FALLBACK_PROFILES["unsharded"], ("it states no ZeRO-2/3 sharding: Megatron-core's "
                                             "mechanisms (DDP or distributed optimizer, TP/SP/PP)")
+
+
+APEX_ADAM_PROFILE = "nemo"
+"""The one profile here whose optimizer is Apex's DistributedFusedAdam (feature
+``apex_distributed_adam``), the optimizer whose ``dtype`` a run's ``optimizer_dtype`` sets: NeMo's
+launcher recipes, Megatron-core's model and parallelism with Apex's optimizer
+(NVIDIA/NeMo@v2.0.0 nemo/collections/nlp/models/language_modeling/megatron_base_model.py
+L790-812, nemo.yaml 24.07), tried last by :func:`fallback_order` at the newest of its entries
+that runs that optimizer (its 25.02 entry on moved to Megatron-core's own)."""
+
+
+def fallback_order(first: str) -> tuple[tuple[str, str], ...]:
+    """(profile, version: '' for its newest entry) in the order a run on a framework with no
+    profile here is tried, the first whose configuration checks accept the run predicting it:
+    ``first`` (:func:`fallback_framework`'s choice), then the other ``FALLBACK_PROFILES`` in
+    their order (sharded, sdpa, unsharded), each at its newest entry, then ``APEX_ADAM_PROFILE``
+    at its newest entry whose optimizer is Apex's DistributedFusedAdam."""
+    from trainsim.catalog.frameworks import framework_entries, framework_profile
+
+    order = [(first, "")] + [(p, "") for p in dict.fromkeys(FALLBACK_PROFILES.values())
+                             if p != first]
+    apex = [v for v in framework_entries(APEX_ADAM_PROFILE)
+            if framework_profile(APEX_ADAM_PROFILE, v).supports("apex_distributed_adam")]
+    if apex:
+        order.append((APEX_ADAM_PROFILE, apex[-1]))
+    return tuple(order)

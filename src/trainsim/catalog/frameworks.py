@@ -342,6 +342,11 @@ def framework_specs() -> list[dict[str, Any]]:
     return rows
 
 
+def framework_entries(name: str) -> list[str]:
+    """The ``since`` of each entry of framework profile ``name``, oldest first."""
+    return [e.since for e in _load(canonical_framework(name)).entries]
+
+
 def framework_names() -> list[str]:
     """Names of the frameworks with a profile (the validation CSV's ``framework`` values)."""
     return list(_files())

@@ -16,6 +16,7 @@ from typing import Any
 
 from trainsim.bound import lower_bound_s
 from trainsim.catalog import gpu_assumed, run_config_from_dict
+from trainsim.catalog.fallback import fallback_order
 from trainsim.catalog.shared_sections import sections_shared
 from trainsim.config import RunConfig
 from trainsim.config.records import positive_value
@@ -39,7 +40,7 @@ from trainsim.validate.row_settings import (
     with_choice,
 )
 from trainsim.validate.row_unknowns import KEPT_DEFAULTS
-from trainsim.validate.vocab import framework_key, normalized_training_row, read_as
+from trainsim.validate.vocab import framework_key, normalized_training_row, read_as, unprofiled
 
 __all__ = ["TRAINING_REQUIRED", "predict_training_row", "row_config", "row_passes", "tune"]
 
@@ -461,13 +462,37 @@ def _tuned_layout(row: dict[str, str], compute_db: str | None
 def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -> RowResult:
     """The row's iteration simulated as its framework ran it (empty cells tuned), with the
     kernel database ``compute_db`` ('auto': the one bundled for the row's GPU; None: the
-    analytic model only; or a path)."""
+    analytic model only; or a path). A row on a framework with no profile here whose chosen
+    profile's checks refuse it is predicted with the next of ``catalog.fallback.fallback_order``
+    that accepts it; where none does it fails with the first refusal."""
+    first = _predicted_row(row, compute_db)
+    text = _cell(row, "framework") or ""
+    if first.error is None or first.error.startswith("internal error") or \
+            not text.isprintable() or not unprofiled(framework_key(text)):
+        return first
+    try:
+        chosen = normalized_training_row(row)[0]["framework"]
+    except TrainsimError:  # its cells refused before any profile was chosen
+        return first
+    for attempt in range(1, len(fallback_order(chosen))):
+        res = _predicted_row(row, compute_db, attempt, f"{chosen} refuses: {first.error}")
+        if res.error is None:
+            return res
+    return first
+
+
+def _predicted_row(row: dict[str, str], compute_db: str | None, fallback: int = 0,
+                   passed_over: str = "") -> RowResult:
+    """:func:`predict_training_row` with the ``fallback``-th profile of a framework with no
+    profile here, the refusal of the first (``passed_over``) told in its ``read_as``."""
     source_key = framework_key(_cell(row, "framework") or "unknown")
     gpu_text = _cell(row, "gpu")  # as written: a name without a form factor is assumed SXM
     try:
         # other spellings of the vocabulary columns and numbers written with units or digit
         # groups, read as the README's (``validate.vocab``, ``validate.written``)
-        row, read = normalized_training_row(row)
+        row, read = normalized_training_row(row, fallback)
+        if passed_over:
+            read["framework"] += f"; {passed_over}"
     except TrainsimError as exc:  # the row fails with the reason, the measurement as written
         return RowResult(id=row.get("id", "?"), error=str(exc), extra={"source_key": source_key},
                          measured=positive_value(_cell(row, "measured_iteration_s")) or 0.0)

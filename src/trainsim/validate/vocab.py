@@ -423,7 +423,8 @@ _MAJOR_ONLY = re.compile(r"^v?(\d+)\.[xX*]$")
 """A version written as its major release line ("2.x", "0.X"): read as that line's first."""
 
 
-def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+def normalized_training_row(row: dict[str, str], fallback: int = 0
+                           ) -> tuple[dict[str, str], dict[str, str]]:
     """(``row`` with its vocabulary cells in the README's spelling, {column: 'as written ->
     as read'} for each cell read as a synonym). Case and surrounding spaces never matter;
     ``options`` tokens are read lower-case, '-' as '_', ',' as a separator; an attention
@@ -467,7 +468,7 @@ def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[s
             continue  # a number, checked as written ('-1' named as '-1')
         out[col] = value
     if stranger is not None:
-        _fallback(*stranger, out, read)
+        _fallback(*stranger, out, read, fallback)
     version = (out.get("framework_version") or "").strip()
     if (major := _MAJOR_ONLY.match(version)) and out.get("framework"):
         out["framework_version"] = major.group(1)
@@ -485,21 +486,29 @@ def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[s
     return out, read
 
 
-def _fallback(text: str, key: str, out: dict[str, str], read: dict[str, str]) -> None:
+def _fallback(text: str, key: str, out: dict[str, str], read: dict[str, str],
+              attempt: int = 0) -> None:
     """A row on framework ``key`` (written ``text``) with no profile here is predicted with the
     mechanisms of the profile its own cells select (``catalog.fallback.fallback_framework``:
     its ZeRO stage and attention, already read in ``out``, HSDP replicas, option
     ``enable_gqa``), at that profile's newest entry: the row's version is its own framework's.
     Its empty cells are then tuned as that profile's (README "Unknown cells"); the note says
-    which mechanisms and why."""
-    from trainsim.catalog.fallback import fallback_framework
+    which mechanisms and why. ``attempt`` k > 0: the k-th of ``catalog.fallback.fallback_order``
+    instead, the profiles before it having refused the row."""
+    from trainsim.catalog.fallback import fallback_framework, fallback_order
 
     options = {word(t) for t in re.split(r"[;,]", out.get("options") or "")}
     sdpa = out.get("attention") == "sdpa" or "enable_gqa" in options
     name, why = fallback_framework(out.get("zero_stage"), out.get("dp_replicate"), sdpa)
-    out["framework"], out["framework_version"] = name, ""
-    read["framework"] = f"{text} -> {name} (no profile of {key} here; {why}, at its newest " \
-                        "entry, the row's version not read)"
+    version = ""
+    if attempt:
+        order = fallback_order(first := name)
+        name, version = order[attempt]
+        why = f"{first}, which its cells select ({why}), refuses it, and so do " \
+              f"{', '.join(p for p, _ in order[1:attempt]) or 'none other'}: {name}'s mechanisms"
+    out["framework"], out["framework_version"] = name, version
+    read["framework"] = f"{text} -> {name} (no profile of {key} here; {why}, at its " \
+        f"{f'{version} entry' if version else 'newest entry'}, the row's version not read)"
 
 
 PRECISIONS: dict[str, tuple[str, str | None]] = {
