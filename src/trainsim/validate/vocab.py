@@ -504,8 +504,9 @@ def _fallback(text: str, key: str, out: dict[str, str], read: dict[str, str],
     if attempt:
         order = fallback_order(first := name)
         name, version = order[attempt]
-        why = f"{first}, which its cells select ({why}), refuses it, and so do " \
-              f"{', '.join(p for p, _ in order[1:attempt]) or 'none other'}: {name}'s mechanisms"
+        also = ", ".join(p for p, _ in order[1:attempt])
+        why = f"{first}, which its cells select ({why}), refuses it" + \
+            (f", and so do {also}" if also else "") + f": {name}'s mechanisms"
     out["framework"], out["framework_version"] = name, version
     read["framework"] = f"{text} -> {name} (no profile of {key} here; {why}, at its " \
         f"{f'{version} entry' if version else 'newest entry'}, the row's version not read)"
