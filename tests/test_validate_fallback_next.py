@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from trainsim.catalog.fallback import (APEX_ADAM_PROFILE, FALLBACK_PROFILES, fallback_framework,
-                                       fallback_order)
+from trainsim.catalog.fallback import (
+    APEX_ADAM_PROFILE,
+    FALLBACK_PROFILES,
+    fallback_framework,
+    fallback_order,
+)
 from trainsim.catalog.frameworks import framework_entries, framework_profile
 from trainsim.validate.training import predict_training_row
 
