@@ -76,7 +76,7 @@ def test_deepspeed_stages_are_the_users_choice():
 
 def test_rows_predict_through_the_fallback():
     """megatron-llama has no profile and is no misspelling of megatron-lm (3 edits,
-    ``validate.vocab.TYPO_EDITS``): every row is predicted with the mechanisms its own cells
+    ``validate.framework_names.TYPO_EDITS``): every row is predicted with the mechanisms its own cells
     select, within -45 / +25 % (2026-11-28: MAPE 17.5 %, -5.9 .. -27.1 %; RESULTS.md, 52nd
     session coordinator)."""
     _, res = validated(FILE)

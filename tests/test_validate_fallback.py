@@ -108,7 +108,7 @@ def test_a_real_name_built_on_a_profiles_name_is_unknown_not_a_typo():
 
 
 def test_edits_count_a_swap_as_one():
-    from trainsim.validate.vocab import _edits
+    from trainsim.validate.framework_names import _edits
 
     assert _edits("megatorn-lm", "megatron-lm") == 1
     assert _edits("kitten", "sitting") == 3 and _edits("", "abc") == 3
