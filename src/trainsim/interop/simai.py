@@ -31,7 +31,7 @@ written (SimAI replicates it over stages and adds ``pp_comm`` sends).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from trainsim.config import RunConfig
@@ -159,13 +159,18 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
     mb: list[Row] = []
     emb_f, emb_b = embedding_forward(cfg, sh), embedding_backward(cfg, sh)
     mb += _rows("embedding", _pieces(emb_f, pricer), _pieces(emb_b, pricer))
-    cache: dict[tuple[bool | str, bool], tuple[list, list]] = {}
+    cache: dict[tuple[bool | str, bool, bool], tuple[list, list]] = {}
+    # a layer kept in 16 bits under fp8 (RunConfig.bf16_layers): its ops in bf16, priced by the
+    # run's pricer, as the simulator's chunks price it
+    c16 = replace(cfg, training=replace(cfg.training, dtype="bf16")) if cfg.bf16_layers else cfg
+    sh16 = shard_of(c16) if cfg.bf16_layers else sh
     for i in cfg.virtual_stage_layers()[0]:
-        key = (layer_kind(m, i), i in cfg.recomputed_layers)
+        key = (layer_kind(m, i), i in cfg.recomputed_layers, i in cfg.bf16_layers)
         if key not in cache:
-            f = source(cfg, sh, key[0])
+            c, s = (c16, sh16) if key[2] else (cfg, sh)
+            f = source(c, s, key[0])
             cache[key] = (_pieces(f, pricer), _pieces(
-                layer_recompute(cfg, sh, f, whole=key[1]) + backward_of(f, sh), pricer))
+                layer_recompute(c, s, f, whole=key[1]) + backward_of(f, s), pricer))
         mb += _rows(f"layer{i}", *cache[key])
     if p.pp == 1:
         hf = head_forward(cfg, sh)

@@ -34,10 +34,10 @@ only for the same durations summed in another order (as ``trainsim.bound.SAFETY`
 
 
 def pass_ops(cfg: Any) -> tuple:
-    """The op lists :meth:`Bounds._pass_times` prices for ``cfg``'s shard shape: ({is-MoE: (a
-    layer's forward, its recompute + backward)}, (the head's forward, its backward, the train
-    metrics over the logits), (the embedding's forward, its backward)), built as the simulator
-    builds them (``workload``)."""
+    """The op lists :meth:`Bounds._pass_times` prices for ``cfg``'s shard shape: ({is-MoE: ((a
+    layer's forward, its recompute + backward), one such pair per precision its layers may run
+    in)}, (the head's forward, its backward, the train metrics over the logits), (the
+    embedding's forward, its backward)), built as the simulator builds them (``workload``)."""
     from trainsim.config.hybrid import layer_kind
     from trainsim.workload.head import (
         embedding_backward,
@@ -51,13 +51,20 @@ def pass_ops(cfg: Any) -> tuple:
     from trainsim.workload.shard import shard_of
 
     sh, model = shard_of(cfg), cfg.model
+    whole = cfg.parallel.recompute_num_layers is None
+    # layers kept in 16 bits under fp8 (``RunConfig.bf16_layers``) may be the faster ones (a
+    # small layer's casts and launches): each kind is priced both ways, the cheaper kept
+    c16 = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training, dtype="bf16")) \
+        if cfg.bf16_layers else None
+    ways = ((cfg, sh),) if c16 is None else ((cfg, sh), (c16, shard_of(c16)))
     layers = {}
     for moe in {layer_kind(model, i) for i in range(model.num_layers)}:
-        lf = layer_forward(cfg, sh, moe=moe)
-        # a partial recompute may skip any layer: price none (a bound)
-        layers[moe] = (lf, layer_recompute(cfg, sh, lf,
-                                           whole=cfg.parallel.recompute_num_layers is None)
-                       + backward_of(lf, sh))
+        alts = []
+        for c, s in ways:
+            lf = layer_forward(c, s, moe=moe)
+            # a partial recompute may skip any layer: price none (a bound)
+            alts.append((lf, layer_recompute(c, s, lf, whole=whole) + backward_of(lf, s)))
+        layers[moe] = tuple(alts)
     hf = head_forward(cfg, sh)
     return (layers, (hf, head_backward(cfg, sh, hf), train_metric_ops(cfg, sh)),
             (embedding_forward(cfg, sh), embedding_backward(cfg, sh)))
@@ -224,7 +231,7 @@ class Bounds:
             return min(whole, sum(t(ops, h) for h in halves)) if halves else whole
 
         layers, (hf, hb, metrics), (ef, eb) = ops if ops is not None else pass_ops(cfg)
-        layer = {moe: t(lf) + bwd(lb) for moe, (lf, lb) in layers.items()}
+        layer = {moe: min(t(lf) + bwd(lb) for lf, lb in alts) for moe, alts in layers.items()}
         # the trainer's train metrics over the logits run after each micro-batch's backward
         head = t(hf) + bwd(hb) + t(metrics)
         emb = t(ef) + bwd(eb)
@@ -340,7 +347,7 @@ class Bounds:
             shape = (m.num_gpus, m.tp, m.cp, m.micro_batch, m.sequence_parallel, m.recompute,
                      m.zero, m.ep, m.etp, m.dispatcher, c.tp_comm_overlap, c.moe_overlap_ep_comm)
 
-            def per_kind(kind: tuple[bool, bool, bool]) -> dict[str, float]:
+            def per_kind(kind: tuple[bool, bool, bool, bool]) -> dict[str, float]:
                 got = self._layer_passes.get((shape, kind))
                 if got is None:
                     got = self._layer_passes[shape, kind] = layer_pass_s(cfg, kind)

@@ -89,9 +89,9 @@ _kept_counts = functools.lru_cache(maxsize=1024)(_step_counts)
 search share their pipeline sizes and micro-batch counts (half of a bound's cost)."""
 
 
-def layer_pass_s(cfg: Any, kind: tuple[bool, bool, bool]) -> dict[str, float]:
-    """Seconds of one layer of ``kind`` ((routed experts, windowed, recomputed), as
-    ``chunks.chunks`` sorts layers) in each way the simulator prices a pass of a named
+def layer_pass_s(cfg: Any, kind: tuple[bool, bool, bool, bool]) -> dict[str, float]:
+    """Seconds of one layer of ``kind`` ((routed experts, windowed, recomputed, kept in 16 bits
+    under fp8: ``RunConfig.bf16_layers``), as ``chunks.chunks`` sorts layers) in each way the simulator prices a pass of a named
     schedule: "F" and "B" alone, a split backward's "I" and "W" (``pipeline.split_backward``),
     and "pair F" and "pair B" in a DualPipe pair (``ScheduledPipeline._pair_pricing``). The
     same op lists and pricers as theirs: a chunk's pass is its layers' passes joined (plus
@@ -107,19 +107,26 @@ def layer_pass_s(cfg: Any, kind: tuple[bool, bool, bool]) -> dict[str, float]:
     m = cfg.model
     c = cfg if kind[1] or m.sliding_window is None else \
         replace(cfg, model=replace(m, sliding_window=None, window_attn_skip_freq=None))
-    sh = shard_of(c)
     pricer = Pricer(c)
-    lf = layer_forward(c, sh, moe=kind[0])
-    lb = layer_recompute(c, sh, lf, whole=kind[2]) + backward_of(lf, sh)
+
+    def ops_config(c: Any) -> Any:  # a bf16 layer's ops: outside fp8_autocast, its linears in
+        # 16 bits, priced by the run's pricer (as ``chunks.chunks`` prices it)
+        return replace(c, training=replace(c.training, dtype="bf16")) if kind[3] else c
+
+    w = ops_config(c)
+    sh = shard_of(w)
+    lf = layer_forward(w, sh, moe=kind[0])
+    lb = layer_recompute(w, sh, lf, whole=kind[2]) + backward_of(lf, sh)
     out = {"F": pricer.price(lf).duration_s, "B": pricer.price(lb).duration_s,
            "I": HalfPricer(pricer, False).price(lb).duration_s,
            "W": HalfPricer(pricer, True).price(lb).duration_s}
     out["pair F"], out["pair B"] = out["F"], out["B"]
     if m.is_moe and c.parallel.ep > 1:
         pc, paired = pair_pricer(c)
-        psh = shard_of(pc)
-        plf = layer_forward(pc, psh, moe=kind[0])
-        plb = layer_recompute(pc, psh, plf, whole=kind[2]) + backward_of(plf, psh)
+        pw = ops_config(pc)
+        psh = shard_of(pw)
+        plf = layer_forward(pw, psh, moe=kind[0])
+        plb = layer_recompute(pw, psh, plf, whole=kind[2]) + backward_of(plf, psh)
         out["pair F"] = paired.price(plf).duration_s
         out["pair B"] = paired.price(plb).duration_s
     return out
@@ -134,12 +141,13 @@ def layered_busy_s(cfg: Any, per_kind: Any) -> list[float]:
     from trainsim.workload.pipeline_schedules import zb_w_fraction
 
     p, m = cfg.parallel, cfg.model
-    recomputed = cfg.recomputed_layers
+    recomputed, bf16 = cfg.recomputed_layers, cfg.bf16_layers
     stages = []
     for layers in cfg.virtual_stage_layers():
         sums: dict[str, float] = {}
         for i in layers:
-            d = per_kind((layer_kind(m, i), m.layer_window(i) is not None, i in recomputed))
+            d = per_kind((layer_kind(m, i), m.layer_window(i) is not None, i in recomputed,
+                          i in bf16))
             for k, x in d.items():
                 sums[k] = sums.get(k, 0.0) + x
         stages.append(sums)
