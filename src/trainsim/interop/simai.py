@@ -51,7 +51,7 @@ from trainsim.workload.head import (
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Comm, Op
 from trainsim.workload.optimizer_impl import run_optimizer_step
-from trainsim.workload.recompute import layer_recompute
+from trainsim.workload.recompute import layer_recompute, recompute_drops_fp8
 from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import ddp_bucket_prep, grad_buffer_rest
 
@@ -161,16 +161,22 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
     mb += _rows("embedding", _pieces(emb_f, pricer), _pieces(emb_b, pricer))
     cache: dict[tuple[bool | str, bool, bool], tuple[list, list]] = {}
     # a layer kept in 16 bits under fp8 (RunConfig.bf16_layers): its ops in bf16, priced by the
-    # run's pricer, as the simulator's chunks price it
-    c16 = replace(cfg, training=replace(cfg.training, dtype="bf16")) if cfg.bf16_layers else cfg
-    sh16 = shard_of(c16) if cfg.bf16_layers else sh
+    # run's pricer, as the simulator's chunks price it; so a recomputed layer's recompute and
+    # backward where they run in 16 bits (workload.recompute.recompute_drops_fp8)
+    drops = recompute_drops_fp8(cfg)
+    c16 = replace(cfg, training=replace(cfg.training, dtype="bf16"))
+    sh16 = shard_of(c16) if cfg.bf16_layers or drops else sh
     for i in cfg.virtual_stage_layers()[0]:
         key = (layer_kind(m, i), i in cfg.recomputed_layers, i in cfg.bf16_layers)
         if key not in cache:
             c, s = (c16, sh16) if key[2] else (cfg, sh)
             f = source(c, s, key[0])
-            cache[key] = (_pieces(f, pricer), _pieces(
-                layer_recompute(c, s, f, whole=key[1]) + backward_of(f, s), pricer))
+            if key[1] and drops and not key[2]:
+                f16 = source(c16, sh16, key[0])
+                back = layer_recompute(cfg, sh16, f16) + backward_of(f16, sh16)
+            else:
+                back = layer_recompute(c, s, f, whole=key[1]) + backward_of(f, s)
+            cache[key] = (_pieces(f, pricer), _pieces(back, pricer))
         mb += _rows(f"layer{i}", *cache[key])
     if p.pp == 1:
         hf = head_forward(cfg, sh)

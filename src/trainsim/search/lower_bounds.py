@@ -47,16 +47,19 @@ def pass_ops(cfg: Any) -> tuple:
         train_metric_ops,
     )
     from trainsim.workload.layers import backward_of, layer_forward
-    from trainsim.workload.recompute import layer_recompute
+    from trainsim.workload.recompute import layer_recompute, recompute_drops_fp8
     from trainsim.workload.shard import shard_of
 
     sh, model = shard_of(cfg), cfg.model
     whole = cfg.parallel.recompute_num_layers is None
-    # layers kept in 16 bits under fp8 (``RunConfig.bf16_layers``) may be the faster ones (a
-    # small layer's casts and launches): each kind is priced both ways, the cheaper kept
+    # layers kept in 16 bits under fp8 (``RunConfig.bf16_layers``), and a recompute and backward
+    # run in 16 bits (``recompute_drops_fp8``), may be the faster ones (a small layer's fp8
+    # casts and launches): each kind is priced every way its layers may run, the cheaper kept
+    drops = recompute_drops_fp8(cfg)
     c16 = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training, dtype="bf16")) \
-        if cfg.bf16_layers else None
-    ways = ((cfg, sh),) if c16 is None else ((cfg, sh), (c16, shard_of(c16)))
+        if cfg.bf16_layers or drops else None
+    sh16 = shard_of(c16) if c16 is not None else sh
+    ways = ((cfg, sh),) if not cfg.bf16_layers else ((cfg, sh), (c16, sh16))
     layers = {}
     for moe in {layer_kind(model, i) for i in range(model.num_layers)}:
         alts = []
@@ -64,6 +67,10 @@ def pass_ops(cfg: Any) -> tuple:
             lf = layer_forward(c, s, moe=moe)
             # a partial recompute may skip any layer: price none (a bound)
             alts.append((lf, layer_recompute(c, s, lf, whole=whole) + backward_of(lf, s)))
+        if drops:  # the first forward in fp8, what the backward differentiates in 16 bits
+            lf16 = layer_forward(c16, sh16, moe=moe)
+            alts.append((alts[0][0], layer_recompute(cfg, sh16, lf16, whole=whole)
+                         + backward_of(lf16, sh16)))
         layers[moe] = tuple(alts)
     hf = head_forward(cfg, sh)
     return (layers, (hf, head_backward(cfg, sh, hf), train_metric_ops(cfg, sh)),

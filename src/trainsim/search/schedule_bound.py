@@ -101,7 +101,7 @@ def layer_pass_s(cfg: Any, kind: tuple[bool, bool, bool, bool]) -> dict[str, flo
     from trainsim.pipeline import HalfPricer, pair_pricer
     from trainsim.pricing import Pricer
     from trainsim.workload.layers import backward_of, layer_forward
-    from trainsim.workload.recompute import layer_recompute
+    from trainsim.workload.recompute import layer_recompute, recompute_drops_fp8
     from trainsim.workload.shard import shard_of
 
     m = cfg.model
@@ -109,24 +109,29 @@ def layer_pass_s(cfg: Any, kind: tuple[bool, bool, bool, bool]) -> dict[str, flo
         replace(cfg, model=replace(m, sliding_window=None, window_attn_skip_freq=None))
     pricer = Pricer(c)
 
-    def ops_config(c: Any) -> Any:  # a bf16 layer's ops: outside fp8_autocast, its linears in
-        # 16 bits, priced by the run's pricer (as ``chunks.chunks`` prices it)
-        return replace(c, training=replace(c.training, dtype="bf16")) if kind[3] else c
+    def passes(c: Any) -> tuple[list, list]:  # (forward, recompute + backward) ops, as
+        # ``chunks.chunks`` builds them and prices them with the run's pricer
+        c16 = replace(c, training=replace(c.training, dtype="bf16"))
+        if kind[3]:  # outside fp8_autocast: its linears in 16 bits
+            sh16 = shard_of(c16)
+            lf = layer_forward(c16, sh16, moe=kind[0])
+            return lf, layer_recompute(c16, sh16, lf, whole=kind[2]) + backward_of(lf, sh16)
+        sh = shard_of(c)
+        lf = layer_forward(c, sh, moe=kind[0])
+        if kind[2] and recompute_drops_fp8(c):  # the recompute and backward in 16 bits
+            sh16 = shard_of(c16)
+            lf16 = layer_forward(c16, sh16, moe=kind[0])
+            return lf, layer_recompute(c, sh16, lf16) + backward_of(lf16, sh16)
+        return lf, layer_recompute(c, sh, lf, whole=kind[2]) + backward_of(lf, sh)
 
-    w = ops_config(c)
-    sh = shard_of(w)
-    lf = layer_forward(w, sh, moe=kind[0])
-    lb = layer_recompute(w, sh, lf, whole=kind[2]) + backward_of(lf, sh)
+    lf, lb = passes(c)
     out = {"F": pricer.price(lf).duration_s, "B": pricer.price(lb).duration_s,
            "I": HalfPricer(pricer, False).price(lb).duration_s,
            "W": HalfPricer(pricer, True).price(lb).duration_s}
     out["pair F"], out["pair B"] = out["F"], out["B"]
     if m.is_moe and c.parallel.ep > 1:
         pc, paired = pair_pricer(c)
-        pw = ops_config(pc)
-        psh = shard_of(pw)
-        plf = layer_forward(pw, psh, moe=kind[0])
-        plb = layer_recompute(pw, psh, plf, whole=kind[2]) + backward_of(plf, psh)
+        plf, plb = passes(pc)
         out["pair F"] = paired.price(plf).duration_s
         out["pair B"] = paired.price(plb).duration_s
     return out
