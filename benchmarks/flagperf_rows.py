@@ -25,7 +25,19 @@ import mirror_rows
 
 REPO_DIR = "FlagOpen+FlagPerf"
 COMMIT = "1b5a030398ab719e406f77877eb34c9599b17fd2"
-HEADER = mirror_rows.v2_header()
+HEADER = mirror_rows.v2_header(note=["tied_embeddings", "attention_dropout", "hidden_dropout"])
+MEGATRON_LM = ("NVIDIA+Megatron-LM", "cac60ce4c8203e2ed18912be63d4dd577b46830d")
+"""NVIDIA/Megatron-LM core_v0.6.0, the tag the Megatron-core cases clone
+(training/nvidia/docker_image/megatron_core060/Dockerfile: git clone -b core_v0.6.0)."""
+CORE06_DEFAULTS = {
+    # megatron/training/arguments.py at core_v0.6.0: the defaults of the flags the llama3
+    # scripts do not pass
+    "--attention-dropout', type=float, default=0.1": "attention dropout 0.1",
+    "--hidden-dropout', type=float, default=0.1": "hidden dropout 0.1",
+    "--untie-embeddings-and-output-weights', action='store_true'": "tied embeddings",
+    "--position-embedding-type', type=str, default='learned_absolute'": "learned positions",
+    "--disable-bias-linear', action='store_false'": "linear biases on",
+}
 
 # case -> (README, the commit that set its table, the script that ran it, framework, version)
 CASES = {
@@ -120,12 +132,16 @@ LEFT_OUT = [
     ("llama2_7b-deepspeed", "", "MPE=2048 LBS=3 GAS=64", "4062", "as the row above (LBS 3)"),
 ]
 
+# the llama3 scripts pass no --attention-dropout, --hidden-dropout or
+# --untie-embeddings-and-output-weights: core_v0.6.0's defaults (CORE06_DEFAULTS) ran
+CORE06_MODEL = {"tied_embeddings": "1", "attention_dropout": "0.1", "hidden_dropout": "0.1"}
+
 # (case -> settings shared by its rows), each from the case's script at COMMIT
 SHARED = {
     "llama3_8B-megatron": {"model": "llama3-8b", "recompute": "none", "distributed_optimizer": "1",
-                               "options": "fused_kernels"},
+                               "options": "fused_kernels", **CORE06_MODEL},
     "llama3_70B-megatron": {"model": "llama3-70b", "recompute": "none", "distributed_optimizer": "1",
-                                "options": "fused_kernels"},
+                                "options": "fused_kernels", **CORE06_MODEL},
     "llama2_70B-megatron": {"model": "llama2-70b", "recompute": "none", "distributed_optimizer": "1",
                                 "options": "fused_kernels", "attention": "flash2",
                                 "grad_reduce_dtype": "fp32", "nic_gbps_per_gpu": "200"},
@@ -148,11 +164,18 @@ SETTINGS = {
         "fused_kernels only, Megatron's default fusions: no overlap); attention = Transformer "
         "Engine's own choice at core 0.6 (megatron-core.yaml: flash2 on sm80, cuDNN on sm90); "
         "fp8 rows: training_adapter_H100_fp8.sh --fp8-format hybrid --fp8-amax-compute-algo max "
-        "--fp8-amax-history-len 1024 (delayed scaling); megatron-core tag core_v0.6.0"),
+        "--fp8-amax-history-len 1024 (delayed scaling); megatron-core tag core_v0.6.0; no "
+        "--attention-dropout, --hidden-dropout, --untie-embeddings-and-output-weights, "
+        "--position-embedding-type or --disable-bias-linear: core_v0.6.0's defaults ran "
+        "(arguments.py: dropouts 0.1, tied embeddings, learned absolute positions, linear "
+        "biases), stated as attention_dropout 0.1, hidden_dropout 0.1, tied_embeddings 1; the "
+        "positions and biases have no column (llama3 preset kept: rotary instead of one "
+        "position-embedding add, no bias adds, < 1 % of the step)"),
     "llama3_70B-megatron": (
         "script as the 8B case's (80 layers, hidden 8192, ffn 28672, 64 heads, 8 query groups, "
         "seq 8192, GBS 512, SP, TE, distributed optimizer, no recompute flag, no overlap "
-        "flags); InfiniBand 400 Gb/s (per NIC; not stated per GPU: cell left empty)"),
+        "flags, and as there no dropout, untie, position-embedding or bias flag: dropouts 0.1, "
+        "tied embeddings); InfiniBand 400 Gb/s (per NIC; not stated per GPU: cell left empty)"),
     "llama2_70B-megatron": (
         "FlagScale@6fc099c pretrain_llama.py: --use-distributed-optimizer --use-flash-attn "
         "--bf16 --sequence-parallel --disable-bias-linear, recompute False, seq 4096, MBS 1, "
@@ -260,7 +283,16 @@ def check() -> list[str]:
     for case, phrases in SCRIPT_PHRASES.items():
         text = mirror_rows.show(REPO_DIR, COMMIT, CASES[case][1])
         bad += [f"{case}: not in script: {p!r}" for p in phrases if p not in text]
+        if CASES[case][2] == "megatron-core":  # the flags left to core_v0.6.0's defaults
+            bad += [f"{case}: script passes {flag}" for flag in CORE06_UNSET if flag in text]
+    args = mirror_rows.show(*MEGATRON_LM, "megatron/training/arguments.py")
+    bad += [f"core_v0.6.0 arguments.py: no {d!r} ({what})" for d, what in CORE06_DEFAULTS.items()
+            if d not in args]
     return bad
+
+
+CORE06_UNSET = ("--attention-dropout", "--hidden-dropout", "--untie-embeddings-and-output-weights",
+                "--position-embedding-type", "--disable-bias-linear")
 
 
 SCRIPT_PHRASES = {
