@@ -144,3 +144,14 @@ def test_error_stays_under_todays_bound():
     assert len(a800) == 7 and all(abs(e) <= 0.15 for e in a800), a800
     h100 = [e for k, e in errs.items() if k.startswith("flagperf-llama3") and "-h100-" in k]
     assert len(h100) == 6 and all(-0.20 <= e < 0 for e in h100), h100
+
+
+def test_parts_diagnostic_reads_the_rows():
+    """benchmarks/flagperf_parts.py (flagperf53's breakdown): a row's measured time per
+    micro-batch times its micro-batches is the row's step, and its kernels of every kind cost
+    something."""
+    parts = load_script(ROOT / "benchmarks" / "flagperf_parts.py")
+    cells = [c.strip() for c in parts.row("flagperf-llama3-8b-h100-8-tp2pp1").strip("|").split("|")]
+    mb, measured = int(cells[1]), float(cells[2])
+    assert mb == 128 and measured * mb / 1e3 == pytest.approx(64.703, abs=0.01)
+    assert all(float(c) > 0 for c in cells[6:10]), cells
