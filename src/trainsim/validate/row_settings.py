@@ -39,7 +39,11 @@ SHAPE_COLUMNS = ["hidden_size", "num_layers", "num_attention_heads", "num_kv_hea
                  "attention_dropout", "hidden_dropout",
                  # multi-token-prediction layers (Megatron-core --mtp-num-layers): optional,
                  # beyond format v2; 0 = none (a DeepSeek-V3 run without MTP), empty = the preset's
-                 "mtp_num_layers"]
+                 "mtp_num_layers",
+                 # dense transformer layers before the first MoE layer (Megatron-core
+                 # --moe-layer-freq '([0]*k+[1]*(L-k))', HF first_k_dense_replace): optional,
+                 # beyond format v2; empty = the preset's (a truncated DeepSeek run may keep 1)
+                 "moe_first_dense_layers"]
 # option -> (section, fields it turns on)
 OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
                  "pp_overlap": ("parallel", ("overlap_p2p_comm",)),
@@ -124,6 +128,7 @@ COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "gl
 states it: a row whose dp contradicts its other sizes fails, and an empty tp or pp is tuned
 among the layouts with that dp."""
 ZERO_COUNT_COLUMNS = ("cpu_offloading_num_layers", "zero_stage", "mtp_num_layers",
+                      "moe_first_dense_layers",
                       "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16")
 """Count columns where 0 is a value (off): whole numbers >= 0 (a ZeRO stage written '0.0' was
 not the '0' that lets the tuner choose Megatron's distributed optimizer, ``unknowns``)."""

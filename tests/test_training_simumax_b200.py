@@ -1,0 +1,124 @@
+"""A check file added by data53 (2026-11-28): the measured ('real') side of SimuMax's B200
+validation table, Megatron-LM 0.14 runs of truncated Llama 3 70B / 405B and DeepSeek-V2 / V3 on
+one 8-GPU B200 node (MooreThreads/SimuMax docs/b200/b200_release_v1.2_summary.json @ 4dcaae5).
+benchmarks/simumax_b200_rows.py writes benchmarks/training_simumax_b200.csv. The seconds and GiB
+re-derived from the summary's cases, the settings from its launchers, each row predicted within
+a bound, and the optional column ``moe_first_dense_layers`` the truncated DeepSeek rows need."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+from helpers import (
+    check_extra_training_file,
+    check_generator_writes,
+    check_script_check_mode,
+    load_script,
+    validated,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+FILE = ROOT / "benchmarks" / "training_simumax_b200.csv"
+SCRIPT = ROOT / "benchmarks" / "simumax_b200_rows.py"
+GEN = load_script(SCRIPT)
+
+
+def _rows():
+    return check_extra_training_file(FILE, min_rows=43)
+
+
+def test_file_is_the_summary_in_seconds():
+    rows = _rows()
+    assert len(rows) == 43
+    real = {f"simumax-b200-{c.replace('_', '-')}": (ms, gib) for c, ms, gib in GEN.REAL}
+    assert {r["id"] for r in rows} == set(real)
+    for r in rows:
+        ms, gib = real[r["id"]]
+        assert float(r["measured_iteration_s"]) == pytest.approx(ms / 1000)
+        dp = 8 // (int(r["tp"]) * int(r["pp"]) * int(r["cp"]))
+        mbc = int(r["id"].rsplit("-mbc", 1)[1])
+        assert int(r["global_batch_size"]) == mbc * dp and r["micro_batch_size"] == "1"
+        assert (r["gpu"], r["num_gpus"], r["dtype"], r["recompute"]) == \
+            ("b200-sxm-180gb", "8", "bf16", "none")
+        # memory once per measurement: the mbc-4 run of a layout (the summary reuses it)
+        assert (r["measured_peak_memory_gib"] != "") == r["id"].endswith("-mbc4")
+        if r["measured_peak_memory_gib"]:
+            assert float(r["measured_peak_memory_gib"]) == gib and r["memory_kind"] == "allocated"
+
+
+def test_case_names_spell_the_layouts():
+    """The summary's case names carry the model, layers, sizes, sequence and micro-batches the
+    rows are written from (the generator's ``--check`` compares them with the JSON fields)."""
+    p = GEN.parse("llama3_405b_l4_tp2_cp4_pp1_dp1_seq131072_mbc4")
+    assert (p["name"], p["layers"], p["tp"], p["cp"], p["pp"], p["dp"], p["seq"], p["mbc"]) == \
+        ("llama3_405b", 4, 2, 4, 1, 1, 131072, 4)
+    p = GEN.parse("deepseekv2_tp1_ep4_pp2_dp4_l4_mbc32")
+    assert (p["ep"], p["pp"], p["dp"], p["layers"], p["seq"]) == (4, 2, 4, 4, 4096)
+
+
+def test_rows_predict_within_bounds():
+    """Every row predicted, within -40 / +10 %; the file's MAPE at most 28 % (2026-11-28: 21.5 %,
+    every row fast, -7.6 .. -35.8 %: compute, the node's own GEMM sweep runs large bf16 GEMMs at
+    ~1,090 TFLOPS where trainsim prices ~1,360, ``simumax_b200_rows.py --gemms``)."""
+    _, res = validated(FILE)
+    assert len(res) == 43
+    apes = []
+    for r in res:
+        assert r.error is None, r.error
+        err = r.predicted / r.measured - 1
+        assert -0.40 <= err <= 0.10, (r.id, err)
+        apes.append(abs(err))
+    assert sum(apes) / len(apes) <= 0.28
+
+
+def test_memory_within_bounds():
+    """The 19 rows with their own max_memory_allocated figure within 12 %, MAPE at most 5 %
+    (2026-11-28: 3.0 %, max 9.3 %)."""
+    _, res = validated(FILE)
+    mem = [r for r in res if r.measured_memory_gib is not None]
+    assert len(mem) == 19
+    apes = [abs(r.predicted_memory_gib / r.measured_memory_gib - 1) for r in mem]
+    assert max(apes) <= 0.12, max(apes)
+    assert sum(apes) / len(apes) <= 0.05
+
+
+def test_first_dense_layers_column_is_read(tmp_path):
+    """A truncated DeepSeek-V3 of 4 layers run with --moe-layer-freq ([0]*1+[1]*3): the column
+    ``moe_first_dense_layers`` 1 makes 3 of its layers MoE (measured 104.3 GiB; predicted within
+    10 %); left empty, the preset's 3 dense layers leave one MoE layer and ~59 GiB."""
+    from trainsim.validate import validate_file
+
+    rows = [r for r in _rows() if r["id"] == "simumax-b200-deepseekv3-l4-tp1-ep8-pp1-dp8-mbc4"]
+    blank = dict(rows[0], id="no-column", moe_first_dense_layers="")
+    path = tmp_path / "dsv3.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows([rows[0], blank])
+    _, res = validate_file(path)
+    stated, preset = res
+    assert stated.error is None and preset.error is None
+    assert stated.predicted_memory_gib == pytest.approx(104.3, rel=0.10)
+    assert preset.predicted_memory_gib < 0.7 * stated.predicted_memory_gib
+
+
+def test_first_dense_layers_column_refuses_bad_counts(tmp_path):
+    from trainsim.errors import ConfigError
+    from trainsim.validate.row_settings import counts_checked
+
+    row = dict(_rows()[4], moe_first_dense_layers="-1")
+    with pytest.raises(ConfigError, match="moe_first_dense_layers"):
+        counts_checked(row)
+    assert counts_checked(dict(row, moe_first_dense_layers="0"))["moe_first_dense_layers"] == "0"
+
+
+def test_generator_writes_the_file():
+    out = check_generator_writes(SCRIPT, FILE)
+    assert len(list(csv.DictReader(io.StringIO(out)))) == 43
+
+
+def test_typed_figures_are_the_mirror_text():
+    check_script_check_mode(SCRIPT, GEN.mirror_rows.mirror(GEN.REPO_DIR), "MooreThreads/SimuMax")
