@@ -1,0 +1,95 @@
+"""Writes benchmarks/kernels_simumax_b200.csv: the 514 bf16 GEMMs SimuMax's authors measured on
+the B200 node of their training runs (benchmarks/training_simumax_b200.csv), a kernels check file.
+
+    python benchmarks/simumax_b200_gemms.py > benchmarks/kernels_simumax_b200.csv
+    python benchmarks/simumax_b200_gemms.py --check   # the committed file against the mirror
+
+MooreThreads/SimuMax configs/system/b200_bf16_ceperm.json @ 4dcaae5 (as added in 1b8ca90,
+2026-05-06): `accelerator.op.matmul.accurate_efficient_factor`, one entry a GEMM shape
+('b=1, m=4096, k=8192, n=10240, layout=TN, accumulate=False, out_dtype=bf16'), each the
+measured TFLOPS over the config's 2,250 (`tflops`). simu_tools/efficency_test/
+test_gemm_efficiency.py wrote them: TransformerEngine's `general_gemm` in bf16 with the shape's
+layout, accumulate flag and output dtype, 100 calls of which the first 25 warm up, host time
+over the other 75 after a device synchronize, TFLOPS = 2 b m n k / time (a B200 of the node,
+TE 2.11, CUDA 13.1: docs/b200/b200_real_repro_guide.md). The figures are read from the mirror
+(514 numbers are not typed in); ``--check`` compares the committed file with them.
+Nothing in trainsim was fitted to these rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mirror_rows
+
+REPO_DIR = "MooreThreads+SimuMax"
+COMMIT = "4dcaae5"
+SYSTEM = "configs/system/b200_bf16_ceperm.json"
+HEADER = ["id", "source", "gpu", "kind", "implementation", "dtype", "m", "n", "k", "groups",
+          "batch", "seq_len", "heads", "kv_heads", "head_dim", "causal", "tokens", "hidden",
+          "ffn", "experts", "top_k", "bytes", "measured_value", "measured_unit", "note"]
+KEY = re.compile(r"b=(\d+), m=(\d+), k=(\d+), n=(\d+), layout=(TN|NN|NT), "
+                 r"accumulate=(True|False), out_dtype=(bf16|fp32)$")
+ROLE = {"TN": "forward (y = x W^T)", "NN": "input gradient (dx = dy W)",
+        "NT": "weight gradient (dW = dy^T x)"}
+
+
+def rows() -> list[dict[str, str]]:
+    matmul = json.loads(mirror_rows.show(REPO_DIR, COMMIT, SYSTEM))["accelerator"]["op"]["matmul"]
+    peak = float(matmul["tflops"])
+    if peak != 2250.0:
+        raise ValueError(f"{SYSTEM}: matmul tflops {peak}, not 2250")
+    out = []
+    for i, (key, eff) in enumerate(matmul["accurate_efficient_factor"].items()):
+        match = KEY.match(key)
+        if match is None:
+            raise ValueError(f"{SYSTEM}: a GEMM key not as read: {key!r}")
+        b, m, k, n = (int(v) for v in match.groups()[:4])
+        layout, accumulate, out_dtype = match.groups()[4:]
+        if b != 1:
+            raise ValueError(f"{key}: batch {b}")
+        row = {c: "" for c in HEADER}
+        row.update(
+            id=f"simumax-b200-gemm-{i:03d}-m{m}-n{n}-k{k}-{layout.lower()}"
+               f"{'-acc' if accumulate == 'True' else ''}-{out_dtype}",
+            source=(f"MooreThreads/SimuMax {SYSTEM} @ {COMMIT} (as added in 1b8ca90, 2026-05-06), "
+                    f"matmul accurate_efficient_factor '{key}': {eff!r} x 2250 TFLOPS"),
+            gpu="b200-sxm-180gb", kind="gemm", implementation="cublas", dtype="bf16", m=str(m),
+            n=str(n), k=str(k), measured_value=f"{eff * peak:.3f}", measured_unit="TFLOP/s",
+            note=(f"TE 2.11 general_gemm layout {layout} ({ROLE[layout]} in TE's use), "
+                  f"accumulate={accumulate}, output {out_dtype}; 75 timed calls after 25 "
+                  "warm-up, host time after a synchronize (test_gemm_efficiency.py); one B200 "
+                  "of the 8-GPU node of training_simumax_b200.csv, its power limit not stated"))
+        out.append(row)
+    return out
+
+
+def _text() -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=HEADER, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows())
+    return buf.getvalue()
+
+
+def check() -> list[str]:
+    path = Path(__file__).resolve().parent / "kernels_simumax_b200.csv"
+    return [] if path.read_text() == _text() else [f"{path.name} differs from the mirror's figures"]
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--check"]:
+        bad = check()
+        print("\n".join(bad) or "the file is the mirror's figures")
+        sys.exit(1 if bad else 0)
+    sys.stdout.write(_text())
+
+
+if __name__ == "__main__":
+    main()
