@@ -82,6 +82,10 @@ REAL = [
     ("llama3_70b_l12_tp1_cp8_pp1_dp1_seq131072_mbc4", 11301.9, 147.99),
     ("llama3_405b_l4_tp2_cp4_pp1_dp1_seq131072_mbc4", 10577.6, 118.13),
 ]
+# sync-VPP preview case of docs/release_v1.2.md (not in the summary's formal table): case -> real_ms
+RELEASE = "docs/release_v1.2.md"
+BATCH = "tools/b200/run_megatron_perf_real_batch.py"
+VPP = [("llama3_70b_l8_tp1_pp4_vp2_dp2_mbc8_sync", 680.70)]
 # the summary's model name -> (trainsim preset, launcher MODEL_TYPE)
 MODELS = {"llama3_70b": ("llama3-70b", "llama3_70b"), "llama3_405b": ("llama3.1-405b", "llama3_405b"),
           "deepseekv2": ("deepseek-v2", "deepseek_v2"), "deepseekv3": ("deepseek-v3", "deepseek_v3")}
@@ -107,10 +111,10 @@ RUN = (
 def parse(case: str) -> dict[str, object]:
     """Model, layers, parallel sizes, sequence and micro-batches spelt by a case's name."""
     name = next(m for m in MODELS if case.startswith(m + "_"))
-    sizes = {k: int(v) for k, v in re.findall(r"_(l|tp|pp|cp|ep|dp|mbc|seq)(\d+)", case)}
+    sizes = {k: int(v) for k, v in re.findall(r"_(l|tp|pp|vp|cp|ep|dp|mbc|seq)(\d+)", case)}
     return {"name": name, "layers": sizes["l"], "tp": sizes.get("tp", 1), "pp": sizes["pp"],
-            "cp": sizes.get("cp", 1), "ep": sizes.get("ep", 1), "dp": sizes["dp"],
-            "mbc": sizes["mbc"], "seq": sizes.get("seq", SEQ)}
+            "vp": sizes.get("vp", 1), "cp": sizes.get("cp", 1), "ep": sizes.get("ep", 1),
+            "dp": sizes["dp"], "mbc": sizes["mbc"], "seq": sizes.get("seq", SEQ)}
 
 
 def row(case: str, ms: float, gib: float, with_memory: bool) -> dict[str, str]:
@@ -164,9 +168,26 @@ def memory_rows() -> set[str]:
     return {c for c, _, _ in REAL if c.endswith("_mbc4")}
 
 
+def vpp_row(case: str, ms: float) -> dict[str, str]:
+    """The sync-VPP preview case: interleaved 1F1B, 2 virtual stages of one layer per rank,
+    --no-overlap-p2p-communication; no memory figure published."""
+    out = row(case, ms, 0.0, False)
+    out.update(
+        id=f"simumax-b200-{case.replace('_', '-')}", vpp=str(parse(case)["vp"]),
+        source=(f"MooreThreads/SimuMax {RELEASE} @ {COMMIT} (2026-05-11), 'Representative B200 "
+                f"sync-VPP preview check', case '{case}': real ms {ms:.2f}"))
+    out["note"] = out["note"].replace(
+        "non-interleaved 1F1B", "interleaved 1F1B with VP_SIZE=2 and --no-overlap-p2p-communication "
+        f"({BATCH}: 'sync' VPP, 8 / 4 / 2 = 1 layer a virtual stage)").replace(
+        "; memory: the summary reuses its mbc-4 run's figure (memory_source_case): given on that "
+        "row only", "; no memory figure published for this case")
+    return out
+
+
 def rows() -> list[dict[str, str]]:
     own = memory_rows()
-    return [row(case, ms, gib, case in own) for case, ms, gib in REAL]
+    return [row(case, ms, gib, case in own) for case, ms, gib in REAL] + \
+        [vpp_row(case, ms) for case, ms in VPP]
 
 
 def check() -> list[str]:
@@ -196,6 +217,17 @@ def check() -> list[str]:
         own = x.get("memory_source_case", x["case"]) == x["case"]
         if own != case.endswith("_mbc4"):
             bad.append(f"{case}: memory_source_case {x.get('memory_source_case')}")
+    release = mirror_rows.show(REPO_DIR, COMMIT, RELEASE)
+    batch = mirror_rows.show(REPO_DIR, COMMIT, BATCH)
+    for case, ms in VPP:
+        if f"| `{case}` | {ms:.2f} |" not in release:
+            bad.append(f"{case}: not so in {RELEASE}")
+        flat = " ".join(batch.split())
+        p = parse(case)
+        want = (f'record_case_name="{case}", extra_env={{ "VP_SIZE": "{p["vp"]}", "EXTRA_ARGS": '
+                '"--transformer-impl transformer_engine --no-overlap-p2p-communication", }')
+        if want not in flat or f'micro_batch_num={p["mbc"]}, vp_size={p["vp"]}, ' not in flat:
+            bad.append(f"{case}: flags not so in {BATCH}")
     guide = mirror_rows.show(REPO_DIR, COMMIT, GUIDE)
     for phrase in ("commit: `23e00ed0963c35382dfe8a5a94fb3cda4d21e133`", "`2.11.0+c188b533`",
                    "`torch.cuda.max_memory_allocated()`", "`cp_comm_type=a2a`",
