@@ -1,5 +1,6 @@
-"""Writes benchmarks/kernels_simumax_b200.csv: the 514 bf16 GEMMs SimuMax's authors measured on
-the B200 node of their training runs (benchmarks/training_simumax_b200.csv), a kernels check file.
+"""Writes benchmarks/kernels_simumax_b200.csv: the 514 bf16 GEMMs and 44 attention kernels SimuMax's
+authors measured on the B200 node of their training runs (benchmarks/training_simumax_b200.csv), a
+kernels check file.
 
     python benchmarks/simumax_b200_gemms.py > benchmarks/kernels_simumax_b200.csv
     python benchmarks/simumax_b200_gemms.py --check   # the committed file against the mirror
@@ -11,8 +12,14 @@ measured TFLOPS over the config's 2,250 (`tflops`). simu_tools/efficency_test/
 test_gemm_efficiency.py wrote them: TransformerEngine's `general_gemm` in bf16 with the shape's
 layout, accumulate flag and output dtype, 100 calls of which the first 25 warm up, host time
 over the other 75 after a device synchronize, TFLOPS = 2 b m n k / time (a B200 of the node,
-TE 2.11, CUDA 13.1: docs/b200/b200_real_repro_guide.md). The figures are read from the mirror
-(514 numbers are not typed in); ``--check`` compares the committed file with them.
+TE 2.11, CUDA 13.1: docs/b200/b200_real_repro_guide.md). `sdp_fwd` / `sdp_bwd`: causal attention
+through Megatron's TEDotProductAttention (TE's cuDNN fused attention on B200), bf16 inputs, timed
+as the span of each iteration's kernels in a torch.profiler trace (FA_TIMING_MODE trace_kernel,
+test_fa_efficiency.py), efficiency = FLOPs / time / 2,250 TFLOPS with FLOPs = 2 b s^2 h (d_qk + d_v)
+forward and 5 b s^2 h (d_qk + d_v) backward (not halved for the causal mask): the rows give the
+time, t = FLOPs / (efficiency x 2,250e12). The MLA shapes (d_qk 192, d_v 128) are left out: the
+kernels format has one head_dim. The figures are read from the mirror (558 numbers are not typed
+in); ``--check`` compares the committed file with them.
 Nothing in trainsim was fitted to these rows.
 """
 
@@ -36,6 +43,8 @@ HEADER = ["id", "source", "gpu", "kind", "implementation", "dtype", "m", "n", "k
           "ffn", "experts", "top_k", "bytes", "measured_value", "measured_unit", "note"]
 KEY = re.compile(r"b=(\d+), m=(\d+), k=(\d+), n=(\d+), layout=(TN|NN|NT), "
                  r"accumulate=(True|False), out_dtype=(bf16|fp32)$")
+SDP = re.compile(r"batch=(\d+), seq_len=(\d+), head_num=(\d+), kv_head_num=(\d+), "
+                 r"qk_head_dim=(\d+), v_head_dim=(\d+), qkv_contiguous=(True|False)$")
 ROLE = {"TN": "forward (y = x W^T)", "NN": "input gradient (dx = dy W)",
         "NT": "weight gradient (dW = dy^T x)"}
 
@@ -67,6 +76,41 @@ def rows() -> list[dict[str, str]]:
                   "warm-up, host time after a synchronize (test_gemm_efficiency.py); one B200 "
                   "of the 8-GPU node of training_simumax_b200.csv, its power limit not stated"))
         out.append(row)
+    return out + attention_rows()
+
+
+def attention_rows() -> list[dict[str, str]]:
+    """The TE fused-attention forward and backward times, from the efficiency and SimuMax's FLOP
+    convention (module docstring); MLA shapes (d_qk != d_v) left out."""
+    op = json.loads(mirror_rows.show(REPO_DIR, COMMIT, SYSTEM))["accelerator"]["op"]
+    out = []
+    for kind, factor in (("sdp_fwd", 2), ("sdp_bwd", 5)):
+        peak = float(op[kind]["tflops"])
+        for key, eff in op[kind]["accurate_efficient_factor"].items():
+            match = SDP.match(key)
+            if match is None:
+                raise ValueError(f"{SYSTEM}: an attention key not as read: {key!r}")
+            b, s, h, kv, dqk, dv = (int(v) for v in match.groups()[:6])
+            contiguous = match.groups()[6]
+            if dqk != dv:
+                continue
+            ms = factor * b * s * s * h * (dqk + dv) / (eff * peak * 1e12) * 1e3
+            row = {c: "" for c in HEADER}
+            row.update(
+                id=(f"simumax-b200-{kind.replace('sdp_', 'attn-')}-s{s}-h{h}-kv{kv}-d{dqk}"
+                    f"{'' if contiguous == 'True' else '-strided'}"),
+                source=(f"MooreThreads/SimuMax {SYSTEM} @ {COMMIT} (as added in 1b8ca90, "
+                        f"2026-05-06), {kind} accurate_efficient_factor '{key}': {eff!r}"),
+                gpu="b200-sxm-180gb", kind=f"attention_{kind[4:]}", implementation="cudnn",
+                dtype="bf16", batch=str(b), seq_len=str(s), heads=str(h), kv_heads=str(kv),
+                head_dim=str(dqk), causal="1", measured_value=f"{ms:.4f}", measured_unit="ms",
+                note=(f"Megatron TEDotProductAttention, causal, sbhd, q/k/v "
+                      f"{'one contiguous buffer' if contiguous == 'True' else 'separate strided views'}"
+                      f"; time = {factor} b s^2 h (d_qk + d_v) / ({eff:.4f} x 2250 TFLOPS) "
+                      "(SimuMax's FLOP convention, not halved for the mask); kernel span a "
+                      "profiled iteration (trace_kernel, test_fa_efficiency.py); one B200 of the "
+                      "node of training_simumax_b200.csv"))
+            out.append(row)
     return out
 
 
