@@ -23,7 +23,9 @@ a GB200 (the driver's 185.03 GiB, catalog/gpus/gb200.yaml, less the CUDA context
 
 The NVFP4 (bf16 tail) row is priced with ``fp8_recipe=nvfp4`` since the 52nd session, its last 5 of
 32 layers bf16 (``num_layers_at_end_in_bf16``); TorchAO's NVFP4 kernels are priced as Transformer
-Engine's (``workload.shard.NVFP4_CAST_BYTES``). Left out: the Qwen3 8B table (its recipe, qwen3_8b_first_85_pct_layers_nvfp4,
+Engine's (``workload.shard.NVFP4_CAST_BYTES``). Since the 53rd session its memory reads TorchAO's
+saved tensors: under per-op checkpointing an NVFP4 block keeps no matmul output and re-runs them
+all (``workload.recompute.per_op_sac_saves_no_gemm``). Left out: the Qwen3 8B table (its recipe, qwen3_8b_first_85_pct_layers_nvfp4,
 builds on sft_qwen3_8b_math with attn_backend="varlen": attention within packed C4 documents,
 which trainsim cannot express, and its BF16 / MXFP8 baselines' configs are not stated); mxfp8.md's
 Llama4 Scout MoE table (no llama4 preset, and format v2 has no shared-expert column; the table says

@@ -24,7 +24,7 @@ from trainsim.memory.scores import score_bytes
 from trainsim.memory.te_spec import norms_fused, qkv_copies
 from trainsim.model.mamba import in_proj_width, inner
 from trainsim.workload.ops import MATERIALIZED_SCORES
-from trainsim.workload.recompute import per_op_sac_reruns_attention
+from trainsim.workload.recompute import per_op_sac_reruns_attention, per_op_sac_saves_no_gemm
 from trainsim.workload.shard import separate_projections
 
 
@@ -183,7 +183,9 @@ def _per_op_sac_bytes(cfg: RunConfig) -> float:
     kept (measured, tests/test_memory_torchtitan.py: 3616 -> 3104 B per token). A cuDNN
     attention the save list does not name (``workload.recompute.per_op_sac_reruns_attention``)
     keeps neither its output nor its log-sum-exp: it runs again from the saved wq and wv outputs
-    and the recomputed wk."""
+    and the recomputed wk. Under NVFP4 (``workload.recompute.per_op_sac_saves_no_gemm``) the
+    block keeps no matmul output, only its input, the attention's output and log-sum-exp (and
+    the reduce-scatters')."""
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     t, sp = p.tp, p.sequence_parallel
     T = tr.micro_batch_size * tr.seq_length / p.cp
@@ -191,7 +193,10 @@ def _per_op_sac_bytes(cfg: RunConfig) -> float:
     kv = max(m.kv_size / t, m.kv_channels)
     w2_out = 0.0 if tr.compile else 2 * h  # the last block matmul's (partial-sum) output
     attn_out = 0.0 if per_op_sac_reruns_attention(cfg) else 2 * q + 4 * m.num_attention_heads / t
-    per = 2 * h / (t if sp else 1) + 2 * (q + kv + f) + w2_out + attn_out
+    mm_outs = 2 * (q + kv + f) + w2_out
+    if per_op_sac_saves_no_gemm(cfg):  # TorchAO's NVFP4 linears run no aten.mm: none is kept
+        mm_outs = 0.0
+    per = 2 * h / (t if sp else 1) + mm_outs + attn_out
     if t > 1 and sp:  # the reduce-scatter outputs of wo and (eager) w2
         per += 2 * h / t * (1 if tr.compile else 2)
     return T * per

@@ -384,20 +384,22 @@ SCORES_IN_MEMORY = ("unfused", "eager")
 the model layer may not import; a test keeps the two equal)."""
 
 
-def _per_op_sac_params(m: ModelConfig, split: bool) -> int:
+def _per_op_sac_params(m: ModelConfig, split: bool, every: bool = False) -> int:
     """Matmul parameters per token of a dense (not MLA) layer that torchtitan's per-op
     selective checkpointing re-runs (``workload.recompute.per_op_sac_recompute``: the policy
     saves every other ``aten.mm``, the 1st, 3rd, ...), in the order the layer runs them: with
     ``split`` projections (``workload.shard.separate_projections``; torchtitan's Llama block:
     wq, wk, wv, wo, w1, w3, w2, torchtitan/models/llama/model.py) wk, wo and w3, else of a fused
-    QKV and a fused gate/up the output projection and the down projection."""
+    QKV and a fused gate/up the output projection and the down projection; ``every``: all of
+    them (TorchAO's NVFP4 linears run no ``aten.mm``: ``workload.recompute.
+    per_op_sac_saves_no_gemm``)."""
     h, f, q, kv = m.hidden_size, m.ffn_size, m.q_size, m.kv_size
     gated = m.activation == "swiglu"
     if split:
         gemms = [h * q, h * kv, h * kv, q * h] + ([h * f, h * f] if gated else [h * f])
     else:
         gemms = [h * (q + 2 * kv), q * h, (2 if gated else 1) * h * f]
-    return sum((gemms + [f * h])[1::2])
+    return sum(gemms + [f * h]) if every else sum((gemms + [f * h])[1::2])
 
 
 def _per_op_layer(m: ModelConfig, i: int) -> bool:
@@ -407,7 +409,8 @@ def _per_op_layer(m: ModelConfig, i: int) -> bool:
 
 
 def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...],
-                         per_op_sac: bool | None = None) -> int:
+                         per_op_sac: bool | None = None,
+                         every: frozenset[int] = frozenset()) -> int:
     """Matmul parameters per token whose forward selective recompute re-runs, over all layers
     (the MTP modules' like the last layer): the Megatron-core ``--recompute-modules`` with
     matmuls, the pieces ``workload.recompute.RECOMPUTED_OPS`` re-runs. ``mlp``: a dense layer's
@@ -416,7 +419,8 @@ def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...],
     ``shared_experts``: the shared experts; ``mla_up_proj``: MLA's query and key/value
     up-projections, the query's whole projection without a query LoRA (``linear_q_proj``;
     multi_latent_attention.py ``qkv_up_proj_and_rope_apply``). ``layernorm``
-    and ``moe_act`` re-run no matmul; ``core_attn`` is counted apart."""
+    and ``moe_act`` re-run no matmul; ``core_attn`` is counted apart. ``every``: the layers
+    whose per-op checkpointing keeps no matmul output (NVFP4 layers), which re-run them all."""
     h = m.hidden_size
     mats = 3 if m.activation == "swiglu" else 2
     shared = mats * h * (m.moe_shared_expert_intermediate_size or 0)
@@ -430,7 +434,7 @@ def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...],
 
     def layer(i: int) -> int:
         if per_op_sac is not None and _per_op_layer(m, i):
-            return _per_op_sac_params(m, per_op_sac)
+            return _per_op_sac_params(m, per_op_sac, i in every)
         if not m.is_moe_layer(i):
             return up + (mats * h * m.ffn_size if "mlp" in modules else 0)
         # a selected shared_experts checkpoint nested in moe's re-runs twice (recompute.py)
@@ -438,6 +442,15 @@ def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...],
             shared * (("moe" in modules) + ("shared_experts" in modules))
     return sum(layer(i) for i in range(m.num_layers)) + \
         m.mtp_num_layers * sum(layer(i) for i in mtp_layer_indices(m))
+
+
+def _no_mm_layers(cfg: RunConfig, per_op_sac: bool | None) -> frozenset[int]:
+    """Layers whose linears per-op checkpointing saves no output of: NVFP4 layers (TorchAO's
+    NVFP4 linears, ``workload.recompute.per_op_sac_saves_no_gemm``), not those kept in bf16."""
+    t = cfg.training
+    if per_op_sac is None or t.dtype != "fp8" or t.fp8_recipe != "nvfp4":
+        return frozenset()
+    return frozenset(range(cfg.model.num_layers)) - cfg.bf16_layers
 
 
 def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: bool = False,
@@ -479,6 +492,6 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
     if per_op_sac is not None and all(_per_op_layer(m, i) for i in range(m.num_layers)):
         rerun = per_op_sac_attention  # else the policy saves the attention's output
     selective = (2.0 * _attention_work(m, s) if rerun else 0.0) + \
-        2.0 * _rerun_matmul_params(m, modules, per_op_sac)
+        2.0 * _rerun_matmul_params(m, modules, per_op_sac, _no_mm_layers(cfg, per_op_sac))
     extra = {"none": 0.0, "full": full, "selective": selective}[cfg.parallel.recompute]
     return base + extra * tokens

@@ -179,6 +179,26 @@ def per_op_sac_reruns_attention(cfg: RunConfig) -> bool:
             and bool(profile_supports(cfg, "per_op_sac_reruns_cudnn")))
 
 
+def per_op_sac_saves_no_gemm(cfg: RunConfig) -> bool:
+    """Whether per-op selective checkpointing keeps no matmul output of a layer: its linears are
+    TorchAO's NVFP4 ones (``fp8_recipe`` nvfp4 under the profile's ``per_op_sac``: torchtitan's
+    NVFP4LinearConverter, torchtitan@b5bcd76c6 components/quantization/nvfp4.py). Their
+    autograd function (pytorch/ao@cb76f29 torchao/prototype/moe_training/nvfp4_training/
+    nvfp4_linear.py ``nvfp4_mm_triton``) runs the custom ops ``torchao::triton_rht_amax``,
+    ``triton_rht_quantize_row_col`` and ``triton_weight_quantize_2d`` and
+    ``torch.nn.functional.scaled_mm``, which calls ``aten._scaled_mm_v2`` (torch 2.13
+    nn/functional.py L7207): no ``aten.mm``, which the policy counts and keeps every other of,
+    and none of them in its save list (torchtitan distributed/activation_checkpoint.py
+    ``_get_default_save_ops``: the partitioner's compute-intensive ops name ``aten._scaled_mm``,
+    not ``_scaled_mm_v2``, torch 2.13 _functorch/partitioners.py L2971-2983). So every one is
+    PREFER_RECOMPUTE, which the compiled partitioner recomputes (``must_recompute``, L166-170,
+    L2360-2372): the FP4 copies the function saves for its backward are made again, from the
+    block's input and the attention's kept output."""
+    t = cfg.training
+    return (cfg.parallel.recompute == "selective" and t.dtype == "fp8"
+            and t.fp8_recipe == "nvfp4" and bool(profile_supports(cfg, "per_op_sac")))
+
+
 def per_op_sac_recompute(fwd: list[Op], rerun_attention: bool = False) -> list[Op]:
     """What torchtitan's per-op selective checkpointing re-runs (``selective_ac_option = 'op'``,
     parallelize_llama.py: ``_save_list`` and its policy): it keeps the output of every other
@@ -189,10 +209,13 @@ def per_op_sac_recompute(fwd: list[Op], rerun_attention: bool = False) -> list[O
     call (its dispatch runs the ring inside: ``workload.context_parallel``), so the ring's
     exchanges and merges are saved with its output; the model's ``repeat_kv`` before it runs
     again. ``rerun_attention`` (:func:`per_op_sac_reruns_attention`): an attention kernel the
-    save list does not name runs again too (a ring's exchanges stay saved)."""
+    save list does not name runs again too (a ring's exchanges stay saved). An NVFP4 GEMM
+    (:func:`per_op_sac_saves_no_gemm`) is no ``aten.mm``: it is not counted and runs again."""
     out, mm = [], 0
     for op in fwd:
-        if isinstance(op, Gemm):
+        if isinstance(op, Gemm) and op.fp8_block_scales == "nvfp4":
+            pass
+        elif isinstance(op, Gemm):
             mm += 1
             if mm % 2 == 1:
                 continue
