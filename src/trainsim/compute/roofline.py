@@ -301,24 +301,39 @@ on B200's memory system): 6.812 / (7.161 - 0.096) = 0.964 for the GEMM kernels a
 training row."""
 
 
-NVFP4_OF_FP4_CEILING = 0.658
+NVFP4_OF_FP8_RATE = 1.975
 """Rate of an NVFP4 GEMM kernel (``Gemm.fp8_block_scales == "nvfp4"``: E2M1 operands, an E4M3
-scale per 16 elements of k applied by the tensor cores, fp32 accumulation) as a fraction of the
-fp4 GEMM ceiling (``GPUSpec.gemm_ceiling("fp4")``: the dense fp4 peak at the GPU's 16-bit MAMF
-fraction, sustained). Measured by Transformer Engine's GEMM benchmark on one B300 with
+scale per 16 elements of k applied by the tensor cores, fp32 accumulation) over the GPU's 8-bit
+GEMM rate (the 16-bit ceiling times the fp8 / 16-bit peak ratio: what a per-tensor fp8 kernel
+without split accumulation runs at, ``gemm_rate``); at most the fp4 ceiling
+(:func:`nvfp4_rate`). Derived from Transformer Engine's GEMM benchmark on one B300 with
 pre-quantized operands (TransformerEngine@1609c890e docs/examples/gemm_profiling/
 gemm_profiling.rst, "Per-Layer GEMM Time", ``benchmark_gemm.py --pre-quantize``): the 12 GEMMs
 of a hidden 4096, FFN 16384 layer at 15,872 tokens take 6.812 ms with per-tensor FP8 and 3.764
 ms with NVFP4 (fprop 1.254, dgrad 1.305, wgrad 1.205), the NVFP4 time including two scale
 swizzles per GEMM (``NVFP4Quantizer`` leaves its scales compact; 0.118 ms on B300's memory
-system). 0.658 is the value at which trainsim's own pricing of the 24 GEMMs on
+system). 1.975 is the value at which trainsim's own pricing of the 24 GEMMs on
 ``b300-sxm-288gb`` (tiles, waves, fixed cost per tile) gives the measured NVFP4 / per-tensor
-ratio, 3.646 / 6.812: ``benchmarks/te_quantize_overhead.py`` derives it
-(``nvfp4_of_fp4_ceiling``), ``tests/test_nvfp4.py`` recomputes it. So a large NVFP4 GEMM runs at
-about 0.52 of the fp4 peak where the 16-bit and fp8 ones reach 0.76-0.79 of theirs: the fp4
-tensor cores (3x the fp8 rate on B300) are not fed at their rate on these shapes, which
-trainsim does not model further. One published measurement, on B300 (whose fp4 rate is 1.5x
-B200's), applied to every GPU; not fitted to any training row."""
+ratio, 3.646 / 6.812: ``benchmarks/te_quantize_overhead.py`` derives it (``nvfp4_of_fp8_rate``),
+``tests/test_nvfp4.py`` recomputes it.
+
+Why a multiple of the 8-bit rate and not a fraction of the fp4 peak: B300's fp4 peak is 3x its
+fp8 one, B200's 2x, and the kernel runs at about twice the 8-bit rate on both. On one B200,
+cuBLASLt's NVFP4 GEMM through ``torch._scaled_mm`` over the bf16 one in the same run
+(pytorch/ao#2427, 2025-06-23, ``benchmarks/float8/bench_matmul.py --recipe nvfp4``: 4096^3
+30.8 / 97.4 us, 6144^3 84.4 / 319 us, 8192^3 205 / 774 us) is 0.316 / 0.265 / 0.265; this
+constant gives 0.311 / 0.285 / 0.275 (-2 / +8 / +4 %), a fraction of the fp4 ceiling fitted on
+B300 (0.658) 0.428 / 0.406 / 0.398 (+35 / +53 / +50 %; ``tests/test_nvfp4.py``). On B200 and
+GB200 (fp4 = 2x fp8) the kernel so reaches 0.99 of the fp4 ceiling; on B300 and GB300 0.66.
+Two published kernel measurements on two GPUs, one deriving and one checking; not fitted to
+any training row."""
+
+
+def nvfp4_rate(gpu: GPUSpec) -> float:
+    """FLOP/s of a large NVFP4 GEMM on ``gpu``: ``NVFP4_OF_FP8_RATE`` times its 8-bit GEMM rate,
+    at most its fp4 ceiling (the fp4 tensor cores' own rate at the 16-bit MAMF fraction)."""
+    fp8 = gpu.gemm_ceiling("bf16") * gpu.flops("fp8") / gpu.flops("bf16")
+    return min(fp8 * NVFP4_OF_FP8_RATE, gpu.gemm_ceiling("fp4"))
 
 
 def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:
@@ -337,7 +352,7 @@ def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:
     pass by pass (the block-scaled MMA accumulates in fp32 in tensor memory whatever the flag:
     PTX ISA 8.7 ``tcgen05.mma ... block_scale``, f32 ``D``; it is no fast-accumulate kernel)."""
     if op.fp8_block_scales == "nvfp4":
-        return gpu.gemm_ceiling("fp4") * NVFP4_OF_FP4_CEILING
+        return nvfp4_rate(gpu)
     fast = op.fp8_fast_accum or op.grouped in FP8_OWN_PROMOTION or \
         op.fp8_block_scales in ("overlapped", "serial", "outer") or grouped_serial_promotion(op)
     if op.dtype == "fp8" and fast and "fp8" in gpu.peak_flops:

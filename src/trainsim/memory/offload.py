@@ -54,7 +54,7 @@ import itertools
 from collections.abc import Sequence
 
 from trainsim.catalog.frameworks import framework_feature, te_at_least
-from trainsim.compute.roofline import NVFP4_OF_FP4_CEILING
+from trainsim.compute.roofline import nvfp4_rate
 from trainsim.config import RunConfig
 from trainsim.model.counts import model_flops_per_token
 
@@ -91,7 +91,7 @@ def layer_forward_floor_s(cfg: RunConfig) -> float:
     if t.dtype == "fp8" and "fp8" in gpu.peak_flops:
         gemm = max(gemm, gpu.gemm_ceiling("bf16") * gpu.flops("fp8") / gpu.flops("bf16"))
     if t.dtype == "fp8" and t.fp8_recipe == "nvfp4":  # the NVFP4 kernels' rate (gemm_rate)
-        gemm = max(gemm, gpu.gemm_ceiling("fp4") * NVFP4_OF_FP4_CEILING)
+        gemm = max(gemm, nvfp4_rate(gpu))
     fused = gpu.gemm_ceiling("bf16") / gpu.mamf_fraction
     return tokens * ((per_token - attn) / gemm + attn / fused)
 
