@@ -43,6 +43,14 @@ ARCHIVE = "docs/performance-summary-archive.md"
 PUBLIC = Path(__file__).resolve().parents[1] / "src/trainsim/data/validation/training_public.csv"
 HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"],
                                fp8_recipe=["num_layers_at_end_in_bf16"])
+HYBRID_HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"],
+                                      fp8_recipe=["num_layers_at_end_in_bf16", "fp8_param_gather"])
+"""The ``--hybrid`` file's columns: ``HEADER`` and ``fp8_param_gather``."""
+SUPER_NVFP4_PARAM_GATHER = {"26.06": "0"}
+"""Megatron-Bridge@v0.5.0 scripts/performance/configs/nemotronh/nemotron_3_llm_pretrain.py L42-46
+``set_nemotron_3_super_common_configs``: under nvfp4 ``cfg.mixed_precision.fp4_param_gather =
+False`` ("Disabled until MCore PR 4358 lands"); at 26.04 (v0.4.x) the recipe has no
+fp4_param_gather, the profile's default (off)."""
 SUPER_NVFP4_BF16_TAIL = "14"
 """Megatron-Bridge@067f987d perf_recipes/nemotronh/common.py L65-70 ``_nemotron_3_super_nvfp4_
 precision`` -> training/mixed_precision.py L421-429 ``nemotron_3_super_bf16_with_nvfp4_mixed``:
@@ -299,12 +307,14 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
             note.append("no FSDP column in this release's table" if t["fsdp"] == "-" else
                         f"FSDP {t['fsdp']} = Megatron FSDP (zero_stage 3)" if fsdp else
                         "FSDP 0 = DDP (distributed optimizer not stated)")
-            tail = ""
+            tail = gather = ""
             if prec == "NVFP4" and name == "Nemotron_3_Super":
                 tail = SUPER_NVFP4_BF16_TAIL
+                gather = SUPER_NVFP4_PARAM_GATHER.get(SECTIONS[t["section"]], "")
                 note.append("NVFP4 recipe (Megatron-Bridge@067f987d perf_recipes/nemotronh/"
                             "common.py L65-70): the last 14 layers BF16 (num_layers_at_end_in_"
-                            "bf16); not read: fp4_param_gather off, te_quant.cfg's BF16 attention, "
+                            "bf16); fp4_param_gather off (v0.5.0 nemotron_3_llm_pretrain.py "
+                            "L45); not read: te_quant.cfg's BF16 attention, "
                             "latent and MTP linears and MXFP8 Mamba out_proj (priced NVFP4)")
             elif prec == "NVFP4":
                 note.append("bf16_with_nvfp4_mixed: no BF16 layers, fp4_param_gather on "
@@ -330,7 +340,7 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
                 note.append(f"{t['system']} NIC not stated")
             rid = (f"bridgearch{ID_RELEASE[t['section']]}-{shape['model']}-{gpu.split('-')[0]}"
                    f"-{t['gpus']}-{TAGS[prec]}" + ("-nomtp" if mtp else ""))
-            row = {c: "" for c in HEADER}
+            row = {c: "" for c in (HYBRID_HEADER if hybrid else HEADER)}
             row.update({c: shape[c] for c in SHAPE})
             row.update(id=rid, source=SOURCE.format(section=t["section"], system=t["system"],
                                                     line=t["line"]),
@@ -340,6 +350,7 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
                        vpp=_size(t, "vp"), zero_stage="3" if fsdp else "",
                        global_batch_size=t["gbs"], micro_batch_size=t["mbs"], dtype=dtype,
                        fp8_recipe=recipe, num_layers_at_end_in_bf16=tail,
+                       **({"fp8_param_gather": gather} if hybrid else {}),
                        framework="megatron-bridge",
                        framework_version=SECTIONS[t["section"]],
                        measured_iteration_s=f"{iteration_s(t, tok):.4f}", note="; ".join(note))
@@ -404,7 +415,7 @@ def main() -> None:
         print("\n".join(left_out()))
         return
     if sys.argv[1:] == ["--hybrid"]:
-        mirror_rows.main(lambda: rows(hybrid=True), HEADER, check, "")
+        mirror_rows.main(lambda: rows(hybrid=True), HYBRID_HEADER, check, "")
         return
     mirror_rows.main(rows, HEADER, check, "table as in the archive; every held row exists")
 

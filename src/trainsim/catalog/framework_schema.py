@@ -505,6 +505,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # quantize_param_shard -> TE cast_master_weights_to_fp8): ``workload.fp8_gather.
     # amax_all_reduce_bytes``, ``optimizer_tasks.OptimizerTasks.amax_all_reduces``
     "fp8_param_amax_all_reduce": _nullable(_bool),
+    # Megatron-core's DDP keeps NVFP4 weights (fp4_param_gather) packed, two per byte, in the
+    # parameter buffer the distributed optimizer all-gathers (#4005, 2026-04-14, first in
+    # core_v0.18.0: param_and_grad_buffer.py ``nvfp4_packed_numel``): ``workload.fp8_gather.
+    # param_gather_width``; null/false: NVFP4 weights are gathered 16-bit
+    "nvfp4_param_buffer": _nullable(_bool),
     "zero3_avg_scatter_grads": _nullable(_bool),  # DeepSpeed >= 0.6 ZeRO-3 reduce (sharding)
     # DeepSpeed ZeRO-3's persistent parameters gathered again after each step
     # (``workload.zero3_persistent``): a Python copy per parameter and rank, or one small
@@ -551,7 +556,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "vocab_divisible_by", "mtp_uneven_pipe
     "te_linear_mlp", "fp8_recompute_16bit", "fp8_module_scale_update", "fp8_amax_tp_async", "fp8_amax_tp_only",
     "ddp_nan_check",
     "ddp_nan_check_syncs", "ddp_grad_scale", "ddp_unbucketed_without_overlap",
-    "ddp_fp8_bucket_groups", "fp8_param_amax_all_reduce",
+    "ddp_fp8_bucket_groups", "fp8_param_amax_all_reduce", "nvfp4_param_buffer",
     "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy", "norm",
     "dp_buckets", "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p",
     "p2p_overlap", "p2p_overlap_interleaved_only", "align_param_gather", "ub_gemm_all_sms",

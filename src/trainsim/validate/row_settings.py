@@ -115,6 +115,10 @@ COLUMN_FIELDS = {
     # torchtitan's NVFP4 bf16 tail): optional columns beyond format v2, empty or absent = 0
     "num_layers_at_start_in_bf16": ("training", "num_layers_at_start_in_bf16"),
     "num_layers_at_end_in_bf16": ("training", "num_layers_at_end_in_bf16"),
+    # 0/1: the matmul weights kept quantized and all-gathered so (Megatron --fp8-param-gather,
+    # --fp4-param-gather under NVFP4): an optional column beyond format v2, empty or absent =
+    # the framework's default for the recipe
+    "fp8_param_gather": ("training", "fp8_param_gather"),
 }
 
 

@@ -72,15 +72,30 @@ param sync in UINT8"). Norms, biases, the embedding and the output layer are not
 stay in the 16-bit buffer."""
 
 
+NVFP4_PACKED_BYTES = 0.5
+"""Bytes per NVFP4 weight element in Megatron-core's parameter buffer: two E2M1 values a byte
+(param_and_grad_buffer.py@d98e8a64 L1088-1126, ``nvfp4_packed_numel``: "numel // 2" for NVFP4
+tensors). The E4M3 tile scales are not gathered: every rank computes all of them after the
+step from the all-reduced tile amaxes (:func:`amax_all_reduce_bytes`)."""
+
+
 def param_gather_width(cfg: RunConfig, params: float, fp8_params: float) -> float:
     """Mean bytes per element of the distributed optimizer's parameter all-gather over
-    ``params`` elements of which ``fp8_params`` are matmul weights (``FP8_BUFFER_RECIPES``):
-    16-bit unless the run keeps its weights in fp8 (``training.fp8_param_gather``)."""
-    if not fp8_weights_gathered(cfg) or cfg.training.fp8_recipe not in FP8_BUFFER_RECIPES \
-            or params <= 0:
+    ``params`` elements of which ``fp8_params`` are matmul weights (``FP8_BUFFER_RECIPES``; NVFP4
+    weights at ``NVFP4_PACKED_BYTES`` where the framework packs them, profile feature
+    ``nvfp4_param_buffer``): 16-bit unless the run keeps its weights in fp8
+    (``training.fp8_param_gather``)."""
+    recipe = cfg.training.fp8_recipe
+    if not fp8_weights_gathered(cfg) or params <= 0:
+        return float(ACT)
+    if recipe in FP8_BUFFER_RECIPES:
+        width = 1.0
+    elif recipe == "nvfp4" and profile_supports(cfg, "nvfp4_param_buffer"):
+        width = NVFP4_PACKED_BYTES
+    else:
         return float(ACT)
     fp8 = min(max(fp8_params, 0.0), params)
-    return (fp8 + (params - fp8) * ACT) / params
+    return (fp8 * width + (params - fp8) * ACT) / params
 
 
 AMAX_BYTES = 4
@@ -92,6 +107,11 @@ AMAX_PER_TENSOR_RECIPES = frozenset({"delayed", "current"})
 AMAX_BLOCK = 128
 """Side of a blockwise-scaled weight's square block (Transformer Engine ``Float8BlockQuantizer``
 ``block_len``, 128 x 128 blocks for weights: ``block_scaling_dim == 2``)."""
+
+
+NVFP4_TILE = 16
+"""Side of an NVFP4 weight's square scaling tile (TE ``NVFP4_BLOCK_SCALING_SIZE``, 2D 16 x 16
+quantization of weights under ``NVFP4BlockScaling``)."""
 
 
 def amax_blocks(rows: int, cols: int) -> int:
@@ -175,10 +195,16 @@ def amax_all_reduce_bytes(cfg: RunConfig, layers: Iterable[int]) -> tuple[float,
     of its shard (a weight or block outside the shard adds an amax of 0); the weights are
     ``fp8_weight_shapes``'s, each layer's by its own kind (a stage of dense first layers has
     no expert amaxes). MXFP8 sends nothing (TE v2.8 utils.py L122-L125 raises
-    NotImplementedError for it)."""
+    NotImplementedError for it). NVFP4 weights in Megatron-core's packed buffer (profile
+    ``nvfp4_param_buffer``; fp4_utils.py@d98e8a64 ``quantize_nvfp4_param_shard`` -> TE
+    ``quantize_master_weights``) all-reduce one amax per 16 x 16 tile and one per weight
+    (TransformerEngine@d0067d0d pytorch/tensor/utils.py L752-848
+    ``_cast_master_weights_to_nvfp4_2d``: ``packed_amaxes`` then ``global_amaxes``, MAX over the
+    group; counted here as one)."""
     recipe = cfg.training.fp8_recipe
+    nvfp4 = recipe == "nvfp4" and bool(profile_supports(cfg, "nvfp4_param_buffer"))
     if not fp8_weights_gathered(cfg) or (
-            recipe not in AMAX_PER_TENSOR_RECIPES and recipe != "blockwise"):
+            recipe not in AMAX_PER_TENSOR_RECIPES and recipe != "blockwise" and not nvfp4):
         return 0.0, 0.0
     kinds: dict[bool | str, tuple[float, float]] = {}
     dense = experts = 0.0
@@ -187,12 +213,17 @@ def amax_all_reduce_bytes(cfg: RunConfig, layers: Iterable[int]) -> tuple[float,
         if moe not in kinds:
             n = [0.0, 0.0]
             for rows, cols, copies, expert in fp8_weight_shapes(cfg, i):
-                n[expert] += copies * (amax_blocks(rows, cols) if recipe == "blockwise" else 1)
+                if nvfp4:  # the tiles' amaxes and the weight's global one
+                    tiles = -(-rows // NVFP4_TILE) * -(-cols // NVFP4_TILE)
+                    n[expert] += copies * (tiles + 1)
+                else:
+                    n[expert] += copies * (amax_blocks(rows, cols) if recipe == "blockwise" else 1)
             kinds[moe] = (n[0], n[1])
         dense, experts = dense + kinds[moe][0], experts + kinds[moe][1]
     return dense * AMAX_BYTES, experts * AMAX_BYTES
 
 
 __all__ = ["AMAX_BLOCK", "AMAX_BYTES", "AMAX_PER_TENSOR_RECIPES", "FP8_BUFFER_RECIPES",
-           "FP8_GATHER_MIN_ELEMENTS", "amax_all_reduce_bytes", "amax_blocks",
+           "FP8_GATHER_MIN_ELEMENTS", "NVFP4_PACKED_BYTES", "NVFP4_TILE",
+           "amax_all_reduce_bytes", "amax_blocks",
            "fp8_weight_shapes", "fp8_weights_gathered", "param_gather_width"]

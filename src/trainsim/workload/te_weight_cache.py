@@ -33,7 +33,7 @@ from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.config.hybrid import layer_kind
 from trainsim.workload.fp8_gather import fp8_weight_shapes, fp8_weights_gathered
-from trainsim.workload.ops import Elementwise, Op
+from trainsim.workload.ops import NVFP4_ELEMENT_BYTES, Elementwise, Op
 from trainsim.workload.shard import (
     CAST_KERNEL,
     FP8_TRANSPOSE_BYTES,
@@ -53,10 +53,19 @@ def transposes(cfg: RunConfig) -> bool:
     """Whether the run's fp8 parameters get their transposes made again every iteration: fp8
     weights kept as per-tensor scaled TE tensors on TN-only fp8 GEMMs (``Shard.
     fp8_gathered_transpose``), in a framework whose TE modules cache weights
-    (``te_weight_cache``: Megatron-core's)."""
+    (``te_weight_cache``: Megatron-core's). NVFP4 weights in Megatron-core's packed buffer
+    (profile ``nvfp4_param_buffer``) likewise: the buffer holds their row-wise data, and after
+    each all-gather ``post_all_gather_processing`` makes the column-wise copy the dgrad GEMM
+    takes (Megatron-LM@d0b3b775 distributed/param_and_grad_buffer.py L311;
+    TransformerEngine@d0067d0d pytorch/tensor/utils.py L1404-1450,
+    ``_nvfp4_2d_multi_tensor_transpose``)."""
     t = cfg.training
-    return t.dtype == "fp8" and fp8_weights_gathered(cfg) and \
-        shard_of(cfg).fp8_gathered_transpose and profile_supports(cfg, "te_weight_cache")
+    if t.dtype != "fp8" or not fp8_weights_gathered(cfg) or \
+            not profile_supports(cfg, "te_weight_cache"):
+        return False
+    if t.fp8_recipe == "nvfp4":
+        return bool(profile_supports(cfg, "nvfp4_param_buffer"))
+    return shard_of(cfg).fp8_gathered_transpose
 
 
 def applies(cfg: RunConfig) -> bool:
@@ -90,6 +99,10 @@ def weight_quantization(cfg: RunConfig, layers: Iterable[int]) -> list[Op]:
         tensors += n
     if elements <= 0:
         return []
+    if transpose and cfg.training.fp8_recipe == "nvfp4":  # one batched multi-tensor kernel
+        # reading and writing the 4-bit data with its E4M3 tile scales
+        return [Elementwise(WEIGHT_TRANSPOSE, bytes=elements * 2 * NVFP4_ELEMENT_BYTES,
+                            kernels=1, kernel=FP8_TRANSPOSE_KERNEL)]
     if transpose:
         return [Elementwise(WEIGHT_TRANSPOSE, bytes=elements * FP8_TRANSPOSE_BYTES,
                             kernels=max(1, round(tensors)), kernel=FP8_TRANSPOSE_KERNEL)]
