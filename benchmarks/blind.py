@@ -3,6 +3,8 @@
     python benchmarks/blind.py                      # public, held-out and every check file
     python benchmarks/blind.py --files public heldout --summary   # one line each (board.sh)
     python benchmarks/blind.py --name nemo2         # another unknown name (default: otherfw)
+    python benchmarks/blind.py --files heldout --rows   # each row predicted with another
+                                                    # framework's mechanisms, worst first
 
 The held-out runs that check ``trainsim validate`` come from other sources, some from
 frameworks with no profile in ``catalog/frameworks/`` (colossalai, maxtext, accelerate, ...).
@@ -73,9 +75,9 @@ def _pct(x: float | None) -> str:
 
 
 def fallback_of(result) -> str:
-    """The profile whose mechanisms predicted a blinded row (its ``read_as`` note), or '-'."""
-    note = (result.extra.get("read_as") or {}).get("framework", "")
-    return note.split(" -> ", 1)[1].split(" ", 1)[0] if " -> " in note else "-"
+    """The profile whose mechanisms predicted a blinded row (the tool's choice, in its
+    ``chosen``), or '-' (a failed row)."""
+    return str(result.chosen.get("framework", "-"))
 
 
 def report(label: str, results: list, truth: dict[str, str], summary_only: bool) -> list[str]:
@@ -112,12 +114,36 @@ def report(label: str, results: list, truth: dict[str, str], summary_only: bool)
     return lines
 
 
+ROW_CELLS = ("framework_version", "gpu", "zero_stage", "distributed_optimizer", "tp", "pp",
+             "cp", "ep", "dtype", "fp8_recipe", "attention", "options")
+"""The cells of a row that its fallback profile is chosen from, or that an era shows in."""
+
+
+def row_lines(results: list, truth: dict[str, str], rows: dict[str, dict[str, str]]
+              ) -> list[str]:
+    """One line per row predicted with another framework's mechanisms than its own, worst
+    first: its signed error, true framework, the profile that predicted it and its cells."""
+    others = [r for r in results if fallback_of(r) != truth.get(r.id)]
+    others.sort(key=lambda r: -(r.ape if r.ape is not None else 9.0))
+    lines = []
+    for r in others:
+        signed = "failed" if r.predicted is None else \
+            f"{100 * (r.predicted / r.measured - 1):+7.1f}%" if r.measured else "-"
+        cells = " ".join(f"{c}={v}" for c in ROW_CELLS
+                         if (v := (rows.get(r.id, {}).get(c) or "").strip()))
+        lines.append(f"  row {r.id:44s} {signed:>8s} {truth.get(r.id, '?'):17s} "
+                     f"as {fallback_of(r):14s} {cells}")
+    return lines
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", nargs="+", default=["public", "heldout", "checks"])
     ap.add_argument("--name", default="otherfw", help="the unknown framework name written")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--summary", action="store_true", help="one line per file")
+    ap.add_argument("--rows", action="store_true",
+                    help="also each row predicted with another framework's mechanisms")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         for path in files(args.files):
@@ -128,6 +154,10 @@ def main(argv: list[str]) -> int:
             _, results = validate_file(blind, workers=args.workers)
             label = "public" if path in (PUBLIC, BUNDLED) else path.stem
             print("\n".join(report(label, results, truth, args.summary)), flush=True)
+            if args.rows:
+                with open(path, newline="") as fh:
+                    cells = {r["id"]: r for r in csv.DictReader(fh)}
+                print("\n".join(row_lines(results, truth, cells)), flush=True)
     return 0
 
 

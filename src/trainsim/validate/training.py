@@ -335,16 +335,27 @@ def row_passes(row: dict[str, str]) -> float:
     return 2.0 * n["global_batch_size"] / (n["micro_batch_size"] * dp) * n["pp"] * n["vpp"]
 
 
+FALLBACK_CHOICE = ("framework", "framework_version")
+"""The keys of a ``RowResult.chosen`` that name the profile a row on a framework with no profile
+here was predicted with (``catalog.fallback.fallback_order``), not a tuned setting."""
+
+
 def row_config(row: dict[str, str], chosen: dict[str, Any] | None = None,
                compute_db: str | None = "auto") -> RunConfig:
     """The config :func:`predict_training_row` simulates for ``row``, with ``chosen`` (its
-    ``RowResult.chosen``: the tuner's settings for the row's empty cells) filled in: for tools
-    that look closer at a validated row (benchmarks/pair_timeline.py)."""
+    ``RowResult.chosen``: the tuner's settings for the row's empty cells, and for a row on a
+    framework with no profile here the profile that predicted it, ``FALLBACK_CHOICE``) filled
+    in: for tools that look closer at a validated row (benchmarks/pair_timeline.py)."""
+    chosen = chosen or {}
     row = {**normalized_training_row(row)[0],
-           **{k: str(v) for k, v in (chosen or {}).items() if k in ("tp", "pp")}}
+           **{k: str(v) for k, v in chosen.items() if k in ("tp", "pp")}}
+    if "framework" in chosen:  # a later profile of catalog.fallback.fallback_order's
+        row["framework"] = str(chosen["framework"])
+        row["framework_version"] = str(chosen.get("framework_version") or "")
     raw, _ = training_base(counts_checked(row))
     raw["cluster"]["compute_db"] = compute_db
-    return run_config_from_dict(with_choice(raw, chosen or {}))
+    return run_config_from_dict(with_choice(raw, {k: v for k, v in chosen.items()
+                                                  if k not in FALLBACK_CHOICE}))
 
 
 def _tuned(row: dict[str, str], compute_db: str | None
@@ -485,7 +496,9 @@ def _predicted_row(row: dict[str, str], compute_db: str | None, fallback: int = 
                    passed_over: str = "") -> RowResult:
     """:func:`predict_training_row` with the ``fallback``-th profile of a framework with no
     profile here, the refusal of the first (``passed_over``) told in its ``read_as``."""
-    source_key = framework_key(_cell(row, "framework") or "unknown")
+    text = _cell(row, "framework") or ""
+    source_key = framework_key(text or "unknown")
+    stranger = text.isprintable() and unprofiled(framework_key(text))  # read by a fallback
     gpu_text = _cell(row, "gpu")  # as written: a name without a form factor is assumed SXM
     try:
         # other spellings of the vocabulary columns and numbers written with units or digit
@@ -530,6 +543,12 @@ def _predicted_row(row: dict[str, str], compute_db: str | None, fallback: int = 
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     res.predicted = result.iteration_time_s
     res.chosen = {k: v for k, v in choice.items()}
+    if stranger:
+        # the profile that predicted a row on a framework with no profile here: the tool's
+        # choice, which row_config rebuilds the row with
+        res.chosen["framework"] = row["framework"]
+        if row.get("framework_version"):
+            res.chosen["framework_version"] = row["framework_version"]
     # a figure of the kind the row measured, at the stage whose figure is largest
     res.predicted_memory_gib = max(m.of_kind(kind) for m in result.memory) / GiB if kind \
         else result.peak_memory_bytes / GiB
