@@ -11,9 +11,9 @@ from __future__ import annotations
 FALLBACK_PROFILES = {"sharded": "torchtitan", "sdpa": "pytorch", "unsharded": "megatron-core"}
 """The profile whose mechanisms a run on a framework with no profile here is predicted with
 (:func:`fallback_framework`), by what the run's own settings say of its engine, each at its
-newest entry (the run's ``framework_version`` is its own framework's, no date or release of
-these profiles). ``sharded`` (it states ZeRO-2/3 or FSDP sharding, or HSDP replicas of a state
-it does not say is ZeRO-1): PyTorch's
+newest entry where the run states no date (its ``framework_version`` is its own framework's:
+a release selects nothing here). ``sharded`` (it states ZeRO-2/3 or FSDP sharding, or HSDP
+replicas of a state it does not say is ZeRO-1): PyTorch's
 FSDP2 as torchtitan, PyTorch's own reference stack, runs it (per-block ``fully_shard``,
 resharded after forward, fp32 reduce-scatter overlapped with the backward, DTensor TP/SP,
 torch.distributed.pipelining; torchtitan.yaml). ``sdpa`` (unsharded, and its model calls
@@ -25,13 +25,73 @@ Megatron-LM and MLPerf's NeMo build on (bucketed DDP or distributed optimizer wi
 overlaps offered, Transformer Engine fused attention, TP/SP, interleaved 1F1B;
 megatron-core.yaml)."""
 
+EARLIER_PROFILES: dict[str, tuple[str, ...]] = {
+    "sharded": ("deepspeed",), "sdpa": (), "unsharded": ("megatron-lm", "megatron-deepspeed")}
+"""The stacks that ran a run of each kind (``FALLBACK_PROFILES``) before that kind's profile
+existed, newest first, for a run that states its date (a ``framework_version`` written as a
+date: :func:`run_date`): a profile whose first entry is after the run's date cannot have run
+it (:func:`ran_by`). ``sharded``: FSDP2, which torchtitan runs, is PyTorch's per-parameter
+``fully_shard`` (torchtitan.yaml's first entry 2024-04, pytorch/torchtitan@258f6082;
+per-parameter FSDP from 83c879f18, 2024-03-28); before it, ZeRO-2/3 as DeepSpeed's own
+implementation runs it (deepspeed.yaml from 2021-03, ZeRO 1/2/3). ``unsharded``: Megatron-core
+was Megatron-LM's ``megatron/core`` before its first release (megatron-core.yaml's first entry
+0.4, tagged 2023-12-11); Megatron-LM by git date from 2021-01 (megatron-lm.yaml), whose ZeRO-1
+(``--use-distributed-optimizer``) came 2022-06 (NVIDIA/Megatron-LM@d07d29df); before that,
+Megatron's TP/PP with ZeRO-1 ran on DeepSpeed's engine as Megatron-DeepSpeed
+(megatron-deepspeed.yaml from 2021-07, BLOOM's ZeRO stage 1), tried where Megatron-LM at the
+run's date refuses the run. ``sdpa``: none (SDPA is PyTorch 2.0's, and the pytorch profile
+reads no dates)."""
 
-def fallback_framework(zero_stage: object = None, replicas: object = None,
-                       sdpa: bool = False) -> tuple[str, str]:
-    """(profile name, why) for a run on a framework with no profile here, from the run's own
-    ``zero_stage`` (2 or 3: sharded), HSDP ``replicas`` (above 1: sharded; at ZeRO-1 they are
-    Megatron-core's distributed-optimizer instances) and whether its model calls PyTorch's SDPA
-    (``sdpa``), never from the framework's name (``FALLBACK_PROFILES``)."""
+
+def run_date(version: object) -> str:
+    """A run's ``framework_version`` where it is written as a date (``2022-02``, ``2021``,
+    "March 2021"), as written; '' for a release or nothing: a release of a framework with no
+    profile here says nothing trainsim can read, a date says when the run was."""
+    from trainsim.catalog.framework_versions import parse
+
+    text = str(version or "").strip()
+    got = parse(text) if text else None
+    return text if got is not None and got.kind == "date" else ""
+
+
+def ran_by(profile: str, date: str) -> bool:
+    """Whether the stack of ``profile`` existed at ``date`` (always, for an undated run): the
+    date is not before the profile's first entry, a year alone meaning any month of it (a run
+    of "2023" may have used Megatron-core 0.4, tagged 2023-12-11). A profile that reads no
+    dates (pytorch: release numbers only) is taken as existing."""
+    from trainsim.catalog.framework_versions import parse
+    from trainsim.catalog.frameworks import framework_entries, released_before
+    from trainsim.errors import CatalogError
+
+    if not date:
+        return True
+    got = parse(date)
+    if got is not None and got.kind == "date" and got.key[1:] == (1, 1) and \
+            date.strip().isdigit():
+        date = f"{got.key[0]}-12"  # a year alone: any time in it, December included
+    try:
+        return not released_before(profile, date, framework_entries(profile)[0])
+    except CatalogError:
+        return True
+
+
+def entry_at(profile: str, date: str) -> str:
+    """The version ``profile`` is read at for a run of ``date``: the date itself, or '' (its
+    newest entry) where the run states no date or the profile reads no dates."""
+    from trainsim.catalog.frameworks import framework_profile
+    from trainsim.errors import CatalogError
+
+    if not date:
+        return ""
+    try:
+        framework_profile(profile, date)
+    except CatalogError:
+        return ""
+    return date
+
+
+def _kind(zero_stage: object, replicas: object, sdpa: bool) -> tuple[str, str]:
+    """(kind of ``FALLBACK_PROFILES``, why) from the run's cells."""
     def number(value: object) -> float:
         try:
             return float(str(value).strip())
@@ -44,12 +104,66 @@ def fallback_framework(zero_stage: object = None, replicas: object = None,
     # FSDP2 has no stage 1 to run them with
     if stage in (2.0, 3.0) or (dp_rep > 1 and stage != 1.0):
         said = f"zero_stage {int(stage)}" if stage in (2.0, 3.0) else f"dp_replicate {dp_rep:g}"
-        return FALLBACK_PROFILES["sharded"], f"it states {said}: PyTorch FSDP2's mechanisms"
+        return "sharded", f"it states {said}"
     if sdpa:
-        return FALLBACK_PROFILES["sdpa"], ("its model calls PyTorch SDPA and shards nothing: "
-                                           "a plain PyTorch loop's mechanisms (DDP)")
-    return FALLBACK_PROFILES["unsharded"], ("it states no ZeRO-2/3 sharding: Megatron-core's "
-                                            "mechanisms (DDP or distributed optimizer, TP/SP/PP)")
+        return "sdpa", "its model calls PyTorch SDPA and shards nothing"
+    return "unsharded", "it states no ZeRO-2/3 sharding"
+
+
+MECHANISMS = {
+    "torchtitan": "PyTorch FSDP2's mechanisms",
+    "deepspeed": "DeepSpeed ZeRO's mechanisms",
+    "pytorch": "a plain PyTorch loop's mechanisms (DDP; FSDP where it shards)",
+    "megatron-core": "Megatron-core's mechanisms (DDP or distributed optimizer, TP/SP/PP)",
+    "megatron-lm": "Megatron-LM's mechanisms (DDP or distributed optimizer, TP/SP/PP)",
+    "megatron-deepspeed": "Megatron-DeepSpeed's mechanisms (Megatron TP/PP on DeepSpeed's "
+                          "pipeline engine and ZeRO-1)",
+}
+"""What each fallback profile stands for, as a row's ``read_as`` says it."""
+
+
+def _stacks(kind: str) -> tuple[str, ...]:
+    return (FALLBACK_PROFILES[kind], *EARLIER_PROFILES[kind])
+
+
+def fallback_framework(zero_stage: object = None, replicas: object = None,
+                       sdpa: bool = False, date: str = "", attention: str = ""
+                       ) -> tuple[str, str]:
+    """(profile name, why) for a run on a framework with no profile here, from the run's own
+    ``zero_stage`` (2 or 3: sharded), HSDP ``replicas`` (above 1: sharded; at ZeRO-1 they are
+    Megatron-core's distributed-optimizer instances) and whether its model calls PyTorch's SDPA
+    (``sdpa``), never from the framework's name (``FALLBACK_PROFILES``); where it states its
+    ``date`` (:func:`run_date`), the newest stack of that kind that existed then
+    (``EARLIER_PROFILES``; the oldest where none did). Where it states its ``attention``
+    kernel and that profile's models run other kernels only (its ``attention_kernels`` at that
+    entry, each list citing the framework's model code), the first of :func:`fallback_order`
+    whose models run that kernel (or list none); the first choice where none does."""
+    from trainsim.catalog.frameworks import framework_entries
+
+    kind, why = _kind(zero_stage, replicas, sdpa)
+    stacks = _stacks(kind)
+    name = next((p for p in stacks if ran_by(p, date)), stacks[-1])
+    if name != stacks[0]:
+        why += f", and its date {date} is before " + ", ".join(
+            f"{p}'s first entry ({framework_entries(p)[0]})"
+            for p in stacks[:stacks.index(name)])
+    why = f"{why}: {MECHANISMS[name]}"
+    if attention and not _runs(name, entry_at(name, date), attention):
+        runs = next((p for p, v in fallback_order(name, date)[1:] if _runs(p, v, attention)),
+                    None)
+        if runs is not None:
+            why = f"{why}; {name}'s models run no {attention} attention " + \
+                f"(attention_kernels): {MECHANISMS.get(runs, runs + chr(39) + 's mechanisms')}"
+            name = runs
+    return name, why
+
+
+def _runs(profile: str, version: str, attention: str) -> bool:
+    """Whether the models of ``profile`` at ``version`` ('' = newest) may run ``attention``:
+    its entry lists the kernel among ``attention_kernels``, or lists none."""
+    from trainsim.catalog.frameworks import framework_profile
+
+    return framework_profile(profile, version or None).supports(attention) is not False
 
 
 APEX_ADAM_PROFILE = "nemo"
@@ -61,18 +175,28 @@ L790-812, nemo.yaml 24.07), tried last by :func:`fallback_order` at the newest o
 that runs that optimizer (its 25.02 entry on moved to Megatron-core's own)."""
 
 
-def fallback_order(first: str) -> tuple[tuple[str, str], ...]:
+def fallback_order(first: str, date: str = "") -> tuple[tuple[str, str], ...]:
     """(profile, version: '' for its newest entry) in the order a run on a framework with no
     profile here is tried, the first whose configuration checks accept the run predicting it:
     ``first`` (:func:`fallback_framework`'s choice), then the other ``FALLBACK_PROFILES`` in
     their order (sharded, sdpa, unsharded), each at its newest entry, then ``APEX_ADAM_PROFILE``
-    at its newest entry whose optimizer is Apex's DistributedFusedAdam."""
-    from trainsim.catalog.frameworks import framework_entries, framework_profile
+    at its newest entry whose optimizer is Apex's DistributedFusedAdam. A run that states its
+    ``date`` tries, after ``first``, the other stacks of its kind (``EARLIER_PROFILES``), then
+    the other kinds' stacks, each at its entry of that date (:func:`entry_at`) and only those
+    that existed then (:func:`ran_by`), Apex's entry too."""
+    from trainsim.catalog.frameworks import framework_entries, framework_profile, released_before
 
-    order = [(first, "")] + [(p, "") for p in dict.fromkeys(FALLBACK_PROFILES.values())
-                             if p != first]
+    kind = next(k for k in FALLBACK_PROFILES if first in _stacks(k))
+    if date:
+        names = [*_stacks(kind), *(p for k in FALLBACK_PROFILES if k != kind
+                                   for p in _stacks(k))]
+        names = [p for p in names if p != first and ran_by(p, date)]
+    else:
+        names = [p for p in dict.fromkeys(FALLBACK_PROFILES.values()) if p != first]
+    order = [(p, entry_at(p, date)) for p in (first, *names)]
     apex = [v for v in framework_entries(APEX_ADAM_PROFILE)
-            if framework_profile(APEX_ADAM_PROFILE, v).supports("apex_distributed_adam")]
+            if framework_profile(APEX_ADAM_PROFILE, v).supports("apex_distributed_adam")
+            and not (date and released_before(APEX_ADAM_PROFILE, date, v))]
     if apex:
         order.append((APEX_ADAM_PROFILE, apex[-1]))
     return tuple(order)

@@ -16,7 +16,7 @@ from typing import Any
 
 from trainsim.bound import lower_bound_s
 from trainsim.catalog import gpu_assumed, run_config_from_dict
-from trainsim.catalog.fallback import fallback_order
+from trainsim.catalog.fallback import fallback_order, run_date
 from trainsim.catalog.shared_sections import sections_shared
 from trainsim.config import RunConfig
 from trainsim.config.records import positive_value
@@ -485,7 +485,8 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
         chosen = normalized_training_row(row)[0]["framework"]
     except TrainsimError:  # its cells refused before any profile was chosen
         return first
-    for attempt in range(1, len(fallback_order(chosen))):
+    date = run_date(_cell(row, "framework_version"))
+    for attempt in range(1, len(fallback_order(chosen, date))):
         res = _predicted_row(row, compute_db, attempt, f"{chosen} refuses: {first.error}")
         if res.error is None:
             return res

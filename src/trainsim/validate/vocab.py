@@ -409,25 +409,31 @@ def _fallback(text: str, key: str, out: dict[str, str], read: dict[str, str],
     """A row on framework ``key`` (written ``text``) with no profile here is predicted with the
     mechanisms of the profile its own cells select (``catalog.fallback.fallback_framework``:
     its ZeRO stage and attention, already read in ``out``, HSDP replicas, option
-    ``enable_gqa``), at that profile's newest entry: the row's version is its own framework's.
+    ``enable_gqa``) and its date (a ``framework_version`` written as a date: the stacks that
+    existed then, each at its entry of that date), else at that profile's newest entry: a
+    release is its own framework's.
     Its empty cells are then tuned as that profile's (README "Unknown cells"); the note says
     which mechanisms and why. ``attempt`` k > 0: the k-th of ``catalog.fallback.fallback_order``
     instead, the profiles before it having refused the row."""
-    from trainsim.catalog.fallback import fallback_framework, fallback_order
+    from trainsim.catalog.fallback import entry_at, fallback_framework, fallback_order, run_date
 
     options = {word(t) for t in re.split(r"[;,]", out.get("options") or "")}
     sdpa = out.get("attention") == "sdpa" or "enable_gqa" in options
-    name, why = fallback_framework(out.get("zero_stage"), out.get("dp_replicate"), sdpa)
-    version = ""
+    date = run_date(out.get("framework_version"))  # when the run was, if it says
+    name, why = fallback_framework(out.get("zero_stage"), out.get("dp_replicate"), sdpa, date,
+                                   out.get("attention") or "")
+    version = entry_at(name, date)
     if attempt:
-        order = fallback_order(first := name)
+        order = fallback_order(first := name, date)
         name, version = order[attempt]
         also = ", ".join(p for p, _ in order[1:attempt])
         why = f"{first}, which its cells select ({why}), refuses it" + \
             (f", and so do {also}" if also else "") + f": {name}'s mechanisms"
     out["framework"], out["framework_version"] = name, version
-    read["framework"] = f"{text} -> {name} (no profile of {key} here; {why}, at its " \
-        f"{f'{version} entry' if version else 'newest entry'}, the row's version not read)"
+    at = f"at its entry of the row's date {date}" if version and version == date else \
+        f"at its {version} entry" if version else "at its newest entry"
+    read["framework"] = f"{text} -> {name} (no profile of {key} here; {why}, {at}, " + \
+        ("the row's version read as the run's date)" if date else "the row's version not read)")
 
 
 PRECISIONS: dict[str, tuple[str, str | None]] = {
