@@ -123,7 +123,8 @@ def test_text_that_is_no_number_is_left_to_the_column_check():
     ({"framework": "MaxText", "framework_version": "2024"},
      {"framework": "MaxText -> megatron-core (no profile of maxtext here; it states no "
                    "ZeRO-2/3 sharding: Megatron-core's mechanisms (DDP or distributed "
-                   "optimizer, TP/SP/PP), at its newest entry, the row's version not read)"}),
+                   "optimizer, TP/SP/PP), at its entry of 2024, the row's version read as "
+                   "the run's date)"}),
 ])
 def test_cells_other_sources_write_are_predicted_saying_how_they_were_read(tmp_path, edit,
                                                                            read):

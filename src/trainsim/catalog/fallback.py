@@ -183,7 +183,8 @@ def fallback_order(first: str, date: str = "") -> tuple[tuple[str, str], ...]:
     at its newest entry whose optimizer is Apex's DistributedFusedAdam. A run that states its
     ``date`` tries, after ``first``, the other stacks of its kind (``EARLIER_PROFILES``), then
     the other kinds' stacks, each at its entry of that date (:func:`entry_at`) and only those
-    that existed then (:func:`ran_by`), Apex's entry too."""
+    that existed then (:func:`ran_by`), Apex's entry too; then, where all of them refuse it,
+    the undated order of its kind at the newest entries."""
     from trainsim.catalog.frameworks import framework_entries, framework_profile, released_before
 
     kind = next(k for k in FALLBACK_PROFILES if first in _stacks(k))
@@ -199,4 +200,9 @@ def fallback_order(first: str, date: str = "") -> tuple[tuple[str, str], ...]:
             and not (date and released_before(APEX_ADAM_PROFILE, date, v))]
     if apex:
         order.append((APEX_ADAM_PROFILE, apex[-1]))
+    if date:
+        # a run every stack of its date refuses ran a mechanism that came to the stacks here
+        # later (InternEvo's 2023 ZeRO-1 groups, in Megatron-core from 2024-11-30): the undated
+        # order, each at its newest entry, after them
+        order += [x for x in fallback_order(FALLBACK_PROFILES[kind]) if x not in order]
     return tuple(order)

@@ -430,7 +430,7 @@ def _fallback(text: str, key: str, out: dict[str, str], read: dict[str, str],
         why = f"{first}, which its cells select ({why}), refuses it" + \
             (f", and so do {also}" if also else "") + f": {name}'s mechanisms"
     out["framework"], out["framework_version"] = name, version
-    at = f"at its entry of the row's date {date}" if version and version == date else \
+    at = f"at its entry of {date}" if version and version == date else \
         f"at its {version} entry" if version else "at its newest entry"
     read["framework"] = f"{text} -> {name} (no profile of {key} here; {why}, {at}, " + \
         ("the row's version read as the run's date)" if date else "the row's version not read)")

@@ -1,0 +1,146 @@
+"""A row on a framework with no profile here that states its date (a ``framework_version``
+written as a date) is predicted with the stacks that existed then, each at its entry of that
+date; one that states an attention kernel the chosen profile's models never run, with the next
+profile whose models run it (catalog.fallback)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from trainsim.catalog.fallback import (
+    EARLIER_PROFILES,
+    FALLBACK_PROFILES,
+    fallback_framework,
+    fallback_order,
+    ran_by,
+    run_date,
+)
+from trainsim.catalog.frameworks import framework_names
+from trainsim.validate.training import predict_training_row
+
+ROOT = Path(__file__).resolve().parents[1]
+PUBLIC = ROOT / "src" / "trainsim" / "data" / "validation" / "training_public.csv"
+HELDOUT = ROOT / "benchmarks" / "training_heldout.csv"
+
+
+def _row(path: Path, row_id: str, **cells: str) -> dict[str, str]:
+    with open(path, newline="") as fh:
+        row = next(r for r in csv.DictReader(fh) if r["id"] == row_id)
+    return {**row, "framework": "otherfw", **cells}
+
+
+def test_the_earlier_stacks_exist():
+    assert {p for ps in EARLIER_PROFILES.values() for p in ps} <= set(framework_names())
+    assert set(EARLIER_PROFILES) == set(FALLBACK_PROFILES)
+
+
+@pytest.mark.parametrize("written,date", [
+    ("2022-02", "2022-02"), ("2021", "2021"), ("March 2021", "March 2021"),
+    ("2024-07-30", "2024-07-30"), ("0.4.2", ""), ("24.07", ""), ("v1.2", ""), ("", ""),
+    (None, ""), ("nightly", ""),
+])
+def test_only_a_date_is_read_as_the_run_date(written, date):
+    assert run_date(written) == date
+
+
+def test_a_stack_existed_from_its_first_entry_a_year_meaning_any_month_of_it():
+    assert not ran_by("torchtitan", "2024-03") and ran_by("torchtitan", "2024-04")
+    assert not ran_by("megatron-core", "2023-11") and ran_by("megatron-core", "2023")
+    assert ran_by("deepspeed", "2021-03") and not ran_by("megatron-deepspeed", "2021-06")
+    assert ran_by("pytorch", "2019")  # it reads no dates: taken as existing
+    assert all(ran_by(p, "") for p in ("torchtitan", "megatron-core"))
+
+
+@pytest.mark.parametrize("stage,date,profile", [
+    ("3", "2021-03", "deepspeed"),     # before FSDP2: ZeRO-3 as DeepSpeed's own
+    ("2", "2023-06", "deepspeed"),
+    ("3", "2024-07", "torchtitan"),
+    ("3", "", "torchtitan"),
+    ("1", "2022-02", "megatron-lm"),   # before Megatron-core's first release
+    ("", "2021", "megatron-lm"),
+    ("", "2023", "megatron-core"),     # Megatron-core 0.4 was tagged in 2023
+    ("1", "2024-02", "megatron-core"),
+])
+def test_a_dated_run_takes_the_newest_stack_of_its_kind_that_existed(stage, date, profile):
+    name, why = fallback_framework(stage, None, False, date)
+    assert name == profile
+    assert (f"its date {date} is before" in why) == (profile in ("deepspeed", "megatron-lm"))
+
+
+def test_a_dated_order_tries_the_stacks_of_its_date_then_the_newest():
+    order = fallback_order("megatron-lm", "2022-02")
+    assert order[:2] == (("megatron-lm", "2022-02"), ("megatron-deepspeed", "2022-02"))
+    dated = [p for p, v in order if v == "2022-02"]
+    assert dated == ["megatron-lm", "megatron-deepspeed", "deepspeed"]
+    # then, where every stack of its date refuses it, the undated order at the newest entries
+    tail = order[order.index(("deepspeed", "2022-02")) + 1:]
+    assert tail[0] == ("pytorch", "")  # it reads no dates: taken at its newest, as existing
+    assert set(tail) == set(fallback_order("megatron-core"))
+    assert len(order) == len(set(order))
+    # NeMo's Apex entry of its date: 24.07 in 2024-08, not 24.09
+    assert fallback_order("torchtitan", "2024-08")[-1] == ("nemo", "24.07")
+    undated = fallback_order("megatron-core")
+    assert [p for p, _ in undated] == ["megatron-core", "torchtitan", "pytorch", "nemo"]
+
+
+@pytest.mark.parametrize("attention,profile", [
+    ("cudnn", "megatron-core"),   # TE / cuDNN attention: torchtitan's models call SDPA / flex
+    ("flex", "torchtitan"), ("sdpa", "torchtitan"), ("", "torchtitan"),
+    ("unfused", "pytorch"),       # the first after torchtitan whose models run it
+])
+def test_a_stated_kernel_the_profile_never_runs_passes_to_one_that_runs_it(attention, profile):
+    name, why = fallback_framework("3", None, False, "", attention)
+    assert name == profile
+    assert ("models run no" in why) == (profile != "torchtitan")
+
+
+def test_a_kernel_no_fallback_runs_keeps_the_first_choice():
+    assert fallback_framework("1", "4", False, "", "flash1")[0] == "megatron-core"
+
+
+def test_a_2021_zero3_row_is_predicted_as_deepspeed_then_ran_it():
+    """Narayanan et al. 2021 (arXiv:2104.04473) Table 2's ZeRO-3 baseline, 174.6 B on 384 A100
+    (training_public.csv, DeepSpeed 2021-03): named 'otherfw' it was PyTorch FSDP2's (-25.7 %,
+    torchtitan's first entry is 2024-04); DeepSpeed at its 2021-03 entry now, as named."""
+    row = _row(PUBLIC, "megatron21-t2-zero3-174.6B-384")
+    got = predict_training_row(row)
+    assert got.error is None, got.error
+    assert got.chosen["framework"] == "deepspeed" and got.chosen["framework_version"] == "2021-03"
+    named = predict_training_row({**row, "framework": "deepspeed"})
+    assert got.predicted == named.predicted
+    note = got.extra["read_as"]["framework"]
+    assert "before torchtitan's first entry (2024-04)" in note and "run's date" in note
+
+
+def test_a_2022_zero1_row_megatron_lm_refused_takes_megatron_deepspeed():
+    """BLOOM's 2022-02 sweep (training_public.csv, bigscience tr11 chronicles): ZeRO-1 with TP 8
+    and PP 6; Megatron-LM's distributed optimizer came 2022-06, so its 2022-02 entry refuses
+    ZeRO-1 and Megatron-DeepSpeed, which ran Megatron's TP/PP on DeepSpeed's ZeRO-1 then,
+    predicts it."""
+    got = predict_training_row(_row(PUBLIC, "bloom-sweep-181B-tp8-pp6-dp8-mb1"))
+    assert got.error is None, got.error
+    assert got.chosen["framework"] == "megatron-deepspeed"
+    assert "megatron-lm, which its cells select" in got.extra["read_as"]["framework"]
+    assert abs(got.predicted / got.measured - 1) < 0.2
+
+
+def test_a_zero3_row_stating_cudnn_attention_runs_megatron_core_mechanisms():
+    """NeMo Automodel's Llama 3 70B on 64 H100 (training_heldout.csv, TE attention stated as
+    cudnn, FSDP2 with TE layers): torchtitan's eager models priced it +5.4 %."""
+    got = predict_training_row(_row(HELDOUT, "automodel-llama3-70b-64"))
+    assert got.error is None, got.error
+    assert got.chosen["framework"] == "megatron-core"
+    assert abs(got.predicted / got.measured - 1) < 0.1
+
+
+def test_a_dated_row_no_stack_of_its_date_runs_takes_the_newest_that_does():
+    """InternEvo's 7B on 16 A100 (benchmarks/training_internevo.csv, 2023-07): ZeRO-1 in groups
+    of 8 (dp_replicate 2), which no stack here offered in 2023 (Megatron-core's distributed-
+    optimizer instances came 2024-11-30): megatron-core at its newest entry, not a failure."""
+    got = predict_training_row(_row(ROOT / "benchmarks" / "training_internevo.csv",
+                                    "internevo2307-7b-a100-16-tp1-zero18"))
+    assert got.error is None, got.error
+    assert got.chosen["framework"] == "megatron-core" and "framework_version" not in got.chosen
