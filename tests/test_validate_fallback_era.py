@@ -145,3 +145,14 @@ def test_a_dated_row_no_stack_of_its_date_runs_takes_the_newest_that_does():
                                     "internevo2307-7b-a100-16-tp1-zero18"))
     assert got.error is None, got.error
     assert got.chosen["framework"] == "megatron-core" and "framework_version" not in got.chosen
+
+
+def test_a_kernel_only_a_later_stack_runs_takes_that_stack_at_its_newest_entry():
+    """A 2022 ZeRO-3 row stating cuDNN attention: no stack of 2022 here runs it (DeepSpeed's
+    reference model is unfused, Megatron-LM's 2022 entries too); Megatron-core at its newest
+    entry, the one whose models were checked, not its entry of 2022."""
+    from trainsim.catalog.fallback import fallback_choice
+
+    name, version, why = fallback_choice("3", None, False, "2022", "cudnn")
+    assert (name, version) == ("megatron-core", "") and "run no cudnn attention" in why
+    assert fallback_choice("3", None, False, "2021-03", "unfused")[:2] == ("deepspeed", "2021-03")

@@ -129,7 +129,16 @@ def _stacks(kind: str) -> tuple[str, ...]:
 def fallback_framework(zero_stage: object = None, replicas: object = None,
                        sdpa: bool = False, date: str = "", attention: str = ""
                        ) -> tuple[str, str]:
-    """(profile name, why) for a run on a framework with no profile here, from the run's own
+    """(profile name, why) of :func:`fallback_choice`."""
+    name, _, why = fallback_choice(zero_stage, replicas, sdpa, date, attention)
+    return name, why
+
+
+def fallback_choice(zero_stage: object = None, replicas: object = None,
+                    sdpa: bool = False, date: str = "", attention: str = ""
+                    ) -> tuple[str, str, str]:
+    """(profile name, version: '' for its newest entry, why) for a run on a framework with no
+    profile here, from the run's own
     ``zero_stage`` (2 or 3: sharded), HSDP ``replicas`` (above 1: sharded; at ZeRO-1 they are
     Megatron-core's distributed-optimizer instances) and whether its model calls PyTorch's SDPA
     (``sdpa``), never from the framework's name (``FALLBACK_PROFILES``); where it states its
@@ -148,14 +157,15 @@ def fallback_framework(zero_stage: object = None, replicas: object = None,
             f"{p}'s first entry ({framework_entries(p)[0]})"
             for p in stacks[:stacks.index(name)])
     why = f"{why}: {MECHANISMS[name]}"
-    if attention and not _runs(name, entry_at(name, date), attention):
-        runs = next((p for p, v in fallback_order(name, date)[1:] if _runs(p, v, attention)),
-                    None)
+    version = entry_at(name, date)
+    if attention and not _runs(name, version, attention):
+        runs = next(((p, v) for p, v in fallback_order(name, date)[1:]
+                     if _runs(p, v, attention)), None)
         if runs is not None:
-            why = f"{why}; {name}'s models run no {attention} attention " + \
-                f"(attention_kernels): {MECHANISMS.get(runs, runs + chr(39) + 's mechanisms')}"
-            name = runs
-    return name, why
+            why = f"{why}; {name}'s models run no {attention} attention (attention_kernels): " \
+                f"{MECHANISMS.get(runs[0], runs[0] + chr(39) + 's mechanisms')}"
+            name, version = runs
+    return name, version, why
 
 
 def _runs(profile: str, version: str, attention: str) -> bool:

@@ -415,14 +415,13 @@ def _fallback(text: str, key: str, out: dict[str, str], read: dict[str, str],
     Its empty cells are then tuned as that profile's (README "Unknown cells"); the note says
     which mechanisms and why. ``attempt`` k > 0: the k-th of ``catalog.fallback.fallback_order``
     instead, the profiles before it having refused the row."""
-    from trainsim.catalog.fallback import entry_at, fallback_framework, fallback_order, run_date
+    from trainsim.catalog.fallback import fallback_choice, fallback_order, run_date
 
     options = {word(t) for t in re.split(r"[;,]", out.get("options") or "")}
     sdpa = out.get("attention") == "sdpa" or "enable_gqa" in options
     date = run_date(out.get("framework_version"))  # when the run was, if it says
-    name, why = fallback_framework(out.get("zero_stage"), out.get("dp_replicate"), sdpa, date,
-                                   out.get("attention") or "")
-    version = entry_at(name, date)
+    name, version, why = fallback_choice(out.get("zero_stage"), out.get("dp_replicate"), sdpa,
+                                         date, out.get("attention") or "")
     if attempt:
         order = fallback_order(first := name, date)
         name, version = order[attempt]
