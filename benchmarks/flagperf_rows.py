@@ -152,7 +152,7 @@ SHARED = {
     "llama2_7b-megatron-deepspeed": {"model": "llama2-7b", "recompute": "none", "zero_stage": "1",
                                          "grad_reduce_dtype": "bf16", "attention": "flash2"},
     "llama2_7b-deepspeed": {"model": "llama2-7b", "recompute": "none", "zero_stage": "3",
-                                "attention": "flash2"},
+                                "attention": "flash2", "options": "hf_modules;dp_overlap"},
 }
 
 SETTINGS = {
@@ -204,7 +204,9 @@ SETTINGS = {
         "Hugging Face LlamaForCausalLM (llama2_7b_hf/config.json, transformers 4.34.1, "
         "_flash_attn_2_enabled) under DeepSpeed 0.11.1 ZeRO-3 (ds_config.json: overlap_comm, "
         "bf16, GAS 1, MBS 1: GBS 8), no gradient checkpointing in the model; token/p/s = "
-        "RunningAvgSamplesPerSec x 4096 / 8"),
+        "RunningAvgSamplesPerSec x 4096 / 8; options: hf_modules (transformers' own eager "
+        "LlamaRMSNorm, rotate-half RoPE, act_fn(gate) * up, loss on logits.float()), dp_overlap "
+        "(overlap_comm true)"),
 }
 
 

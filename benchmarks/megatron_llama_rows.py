@@ -109,13 +109,16 @@ def rows() -> list[dict[str, str]]:
         seq_length=str(SEQ), gpu="a100-sxm-80gb", num_gpus="32", gpus_per_node="8",
         nic_gbps_per_gpu="100", tp="1", pp="1", cp="1", global_batch_size=str(GBS), dtype="bf16",
         framework="deepspeed", framework_version="2023-09", attention="flash1",
+        options="hf_modules",
         measured_iteration_s=f"{GBS * SEQ / (tps * 32):.6f}",
         note=(f"'{ds[0]}' column: {ds[1]} for 10B tokens on 32 GPUs = {tps:.1f} tokens/s/GPU "
               f"(its 'Training Model TFLOPS' {ds[2]}); the baseline is 'the publicly available "
               "versions of LLaMA (implemented based on Huggingface and DeepSpeed)' with "
               "FlashAttention enabled (the README links the FlashAttention-1 paper: flash1), "
               "GBS 2048 by gradient accumulation; its ZeRO stage, micro-batch and recompute are "
-              "not stated: left to the tool; 100 Gb/s a GPU as the Megatron-LLaMA rows"))
+              "not stated: left to the tool; 100 Gb/s a GPU as the Megatron-LLaMA rows; "
+              "options hf_modules (the Hugging Face model's own eager modules), no overlap "
+              "stated (none assumed, as for an empty cell under the deepspeed profile)"))
     out.append(row)
     for label, opt, _commit, cells in SCALE:
         for gpus, cell in cells.items():

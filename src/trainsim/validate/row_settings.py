@@ -63,7 +63,7 @@ OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
                  # 1053bed8be 2025-05-05)
                  "precision_aware_optimizer": ("training", ("use_precision_aware_optimizer",))}
 KNOWN_OPTIONS = set(OPTION_FIELDS) | {"parallel_block", "sliding_window", "fused_kernels", "lamb",
-                                       "fake_balanced_gate"}
+                                       "fake_balanced_gate", "hf_modules"}
 # format v2 column -> (section, config field), copied when the cell is not empty
 COLUMN_FIELDS = {
     "cp": ("parallel", "cp"), "ep": ("parallel", "ep"),
@@ -248,6 +248,11 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
             (parallel if sec == "parallel" else training)[fieldname] = opt in options
     if "lamb" in options:
         training["optimizer"] = "lamb"
+    if "hf_modules" in options:
+        # the model is Hugging Face transformers' own (LlamaForCausalLM under DeepSpeed): its
+        # modules run one kernel per PyTorch op (TrainingConfig.modules), whatever the
+        # framework's reference model fused; a framework builds no model of its own there
+        training["modules"] = "eager"
     cluster: dict[str, Any] = {"gpu": row["gpu"], "num_gpus": row["num_gpus"],
                                "gpus_per_node": _cell(row, "gpus_per_node")}
     if cluster["gpus_per_node"] is None:
