@@ -181,7 +181,8 @@ class TrainingConfig:
     kernel per PyTorch op as Hugging Face's modules are written (``LlamaRMSNorm``, rotate-half
     RoPE, ``act_fn(gate) * up``, the loss on logits upcast to fp32); ``compile`` fuses them
     again.
-    A framework profile sets it (``pytorch``: eager)."""
+    A framework profile sets it (``pytorch``: eager); a validation row's ``hf_modules`` option
+    sets eager where a framework that builds no model runs a Hugging Face one (DeepSpeed)."""
     norm: Literal["fused", "two_pass", "scalar_two_pass"] = "fused"
     """How the norms of ``fused`` modules run: ``fused``, one pass holding the row in registers
     (Transformer Engine, apex contrib's FastLayerNorm, Liger), ``two_pass``, reading each row
