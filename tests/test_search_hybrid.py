@@ -99,7 +99,8 @@ def test_hybrid_moe_search_skips_the_exchange_overlap_and_dualpipe(tmp_path):
     keys = list(space.held_by(base).memory_keys(base, 16))
     assert {k.ep for k in keys} >= {1, 2, 4, 8} and {k.schedule for k in keys} == {""}
     assert not any(c.moe_overlap_ep_comm for k in keys for c in space.held_by(base).variants(k))
-    with pytest.raises(ConfigError, match="^--schedules dualpipe / dualpipe_v with model"):
+    with pytest.raises(ConfigError, match="^--schedules dualpipe with model.hybrid_layer_pattern: "
+                                          ".*; use one of gpipe, "):
         search(base, [16], SearchSpace(pp=(2,), schedules=("", "dualpipe")))
 
 

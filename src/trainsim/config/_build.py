@@ -318,6 +318,12 @@ def _schema(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
 
 
 @functools.cache
+def _si_suffixed(cls: type, name: str) -> bool:
+    """Whether field ``name`` of dataclass ``cls`` reads text with an ``SI_MULTIPLES`` suffix."""
+    return bool(_schema(cls)[1][name].metadata.get(SI_SUFFIXED))
+
+
+@functools.cache
 def _scalar_checks(cls: type) -> tuple[tuple[str, str, tuple, bool], ...]:
     """(field, kind, allowed choices, may be None) of each scalar field of dataclass ``cls``:
     what ``check_fields`` checks on an instance built directly (not through ``build``)."""
@@ -421,6 +427,10 @@ def check_fields(obj: Any, where: str) -> None:
         elif kind == "int":
             ok = number and value == int(value) and abs(value) <= MAX_INT
             typed = int(value) if ok else value
+        elif kind == "float" and isinstance(value, str) and _si_suffixed(type(obj), name):
+            # robust53: the typed edge reads a count's text as a file, --set and the service do
+            typed = _si_value(value, f"{where}.{name}")
+            ok = isinstance(typed, float) and math.isfinite(typed)
         elif kind == "float":
             ok, typed = number, float(value) if number else value
         elif kind == "bool":

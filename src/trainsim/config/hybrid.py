@@ -155,6 +155,22 @@ HYBRID_FRAMEWORKS = ("megatron-core", "megatron-lm", "megatron-bridge", "nemo")
 Megatron-LM@d98e8a64 megatron/core/models/hybrid/), which NeMo and Megatron-Bridge build."""
 
 
+DUALPIPE_SCHEDULES = ("dualpipe", "dualpipe_v")
+
+
+def dualpipe_reason() -> str:
+    """Why a hybrid model runs no DualPipe schedule, and what runs instead: one wording for the
+    config's refusal and ``search --schedules`` (robust53: it spoke of "the expert exchange" on
+    dense hybrid models too, and named no valid schedule)."""
+    from trainsim.config.parallel import PIPELINE_SCHEDULES
+
+    valid = ", ".join(s for s in PIPELINE_SCHEDULES if s not in DUALPIPE_SCHEDULES)
+    return ("DualPipe's paired passes (one micro-batch's forward beside another's backward) "
+            "run through the combined-1F1B schedule plans Megatron-core builds for GPT models "
+            "only (pipeline.pair_pricer prices them so), which a hybrid model lacks, with "
+            f"experts or without; use one of {valid}")
+
+
 def check_hybrid_run(m: ModelConfig, p: ParallelConfig, t: TrainingConfig) -> None:
     """ConfigError naming the setting where a hybrid model's step is not priced
     (``workload.layers.layer_forward`` builds one block per symbol, ``workload.mamba_block``
@@ -168,11 +184,9 @@ def check_hybrid_run(m: ModelConfig, p: ParallelConfig, t: TrainingConfig) -> No
         raise ConfigError(f"model.hybrid_layer_pattern with training.framework="
                           f"{t.framework!r}: trainsim prices Megatron-core's hybrid model "
                           f"({', '.join(HYBRID_FRAMEWORKS)}); pick one of them")
-    if p.pipeline_schedule in ("dualpipe", "dualpipe_v"):
+    if p.pipeline_schedule in DUALPIPE_SCHEDULES:
         raise ConfigError(f"parallel.pipeline_schedule={p.pipeline_schedule!r} with "
-                          "model.hybrid_layer_pattern: DualPipe's paired passes overlap the "
-                          "expert exchange through schedule plans Megatron-core builds for GPT "
-                          "models only; use 1f1b, interleaved_1f1b or a zero-bubble schedule")
+                          f"model.hybrid_layer_pattern: {dualpipe_reason()}")
     if p.moe_overlap_ep_comm:
         raise ConfigError("parallel.moe_overlap_ep_comm with model.hybrid_layer_pattern: "
                           "Megatron-core's combined 1F1B builds schedule plans for GPT models "

@@ -44,6 +44,7 @@ from trainsim.interop.chakra_et import (  # noqa: F401  (re-exported)
     COMM_SEND_NODE,
     COMM_TYPES,
     COMP_NODE,
+    INVALID_NODE,
     NODE_TYPES,
     SCHEMA_VERSION,
     ETNode,
@@ -482,10 +483,15 @@ def tasks_from_chakra(prefix: str | Path, exact: bool = True) -> list[Task]:
         _, nodes = read_et(path)
         index = {}
         for n in nodes:
-            if n.type not in NODE_TYPES:  # robust52: 99 read as a communication node
-                raise TrainsimError(f"{path}: node {n.id} ({n.name}) has type {n.type}, which "
-                                    "Chakra's schema does not define; a node type is one of "
-                                    f"{', '.join(f'{k} {v}' for k, v in NODE_TYPES.items())}")
+            if n.type not in NODE_TYPES or n.type == INVALID_NODE:
+                # robust52: 99 read as a communication node; robust53: so was 0, INVALID_NODE
+                # (also what a node without a type field decodes to)
+                what = ("type 0 (INVALID_NODE, or no type field), which Chakra's schema marks "
+                        "invalid" if n.type == INVALID_NODE else
+                        f"type {n.type}, which Chakra's schema does not define")
+                raise TrainsimError(f"{path}: node {n.id} ({n.name}) has {what}; a node type "
+                                    "is one of " + ", ".join(f"{k} {v}" for k, v in
+                                                             NODE_TYPES.items() if k))
             index[n.id] = len(tasks)
             if exact and "trainsim.duration_s" in n.attrs:
                 dur = n.attr("trainsim.duration_s")

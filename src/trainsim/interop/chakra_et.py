@@ -18,12 +18,13 @@ from trainsim.interop import wire
 SCHEMA_VERSION = "0.0.4"
 
 # enum NodeType / CollectiveCommType (et_def.proto)
-COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE = 4, 5, 6, 7
+INVALID_NODE, COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE = 0, 4, 5, 6, 7
 NODE_TYPES = {0: "INVALID_NODE", 1: "METADATA_NODE", 2: "MEM_LOAD_NODE", 3: "MEM_STORE_NODE",
               4: "COMP_NODE", 5: "COMM_SEND_NODE", 6: "COMM_RECV_NODE", 7: "COMM_COLL_NODE",
               8: "STORAGE_NODE", 9: "BATCH_NODE", 10: "CHECKPOINT_NODE"}
 """Every value of the schema's ``enum NodeType`` (mlcommons/chakra@6dc63e14
-``schema/protobuf/et_def.proto``); a trace's node of another type is refused on reading
+``schema/protobuf/et_def.proto``); a trace's node of another type, or of ``INVALID_NODE`` (the
+enum's zero, which a node without a ``type`` field also decodes to), is refused on reading
 (``chakra.tasks_from_chakra``)."""
 COMM_TYPES = {"all_reduce": 0, "reduce": 1, "all_gather": 2, "gather": 3, "scatter": 4,
               "broadcast": 5, "all_to_all": 6, "reduce_scatter": 7}

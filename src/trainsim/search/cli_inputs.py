@@ -307,12 +307,13 @@ def _hybrid_schedules(text: str, names: list[str]) -> list[str]:
     """``--schedules`` of a hybrid model with DualPipe among others: DualPipe dropped and said
     in one warning line (robust52: the whole list refused though 1f1b runs); DualPipe alone is
     left for ``SearchSpace.held_by``'s refusal."""
-    kept = [n for n in names if n not in ("dualpipe", "dualpipe_v")]
+    from trainsim.config.hybrid import DUALPIPE_SCHEDULES, dualpipe_reason
+
+    kept = [n for n in names if n not in DUALPIPE_SCHEDULES]
     if kept and len(kept) < len(names):
         dropped = ", ".join(dict.fromkeys(n for n in names if n not in kept))
-        warnings.warn(f"--schedules={text}: {dropped} dropped: DualPipe's pairs overlap the "
-                      "expert exchange as combined 1F1B does, which a hybrid model "
-                      "(model.hybrid_layer_pattern) lacks", TrainsimWarning, stacklevel=2)
+        warnings.warn(f"--schedules={text}: {dropped} dropped: "
+                      f"{dualpipe_reason()}", TrainsimWarning, stacklevel=2)
         return kept
     return names
 

@@ -23,6 +23,7 @@ from typing import Literal, get_args
 
 from trainsim.catalog.frameworks import sends_block
 from trainsim.config._build import suggest
+from trainsim.config.hybrid import DUALPIPE_SCHEDULES
 from trainsim.errors import ConfigError
 from trainsim.search.candidate import (  # noqa: F401 - PARALLEL_CACHE, drop_parallels: re-exported
     CANDIDATE_FIELDS,
@@ -163,10 +164,12 @@ class SearchSpace:
         on with --set keeps the stages where it is not refused)."""
         from trainsim.catalog.defaults import OVERLAP_ACTS
 
-        if _no_pairs(base) and set(self.schedules or ()) & {"dualpipe", "dualpipe_v"}:
-            raise ConfigError("--schedules dualpipe / dualpipe_v with model.hybrid_layer_pattern: "
-                              "DualPipe's pairs overlap the expert exchange as combined 1F1B "
-                              "does, which the hybrid model lacks; leave them out")
+        if _no_pairs(base) and set(self.schedules or ()) & set(DUALPIPE_SCHEDULES):
+            from trainsim.config.hybrid import dualpipe_reason
+
+            listed = ",".join(s for s in self.schedules or () if s in DUALPIPE_SCHEDULES)
+            raise ConfigError(f"--schedules {listed} with model.hybrid_layer_pattern: "
+                              f"{dualpipe_reason()}")
         free = dict(self.pinned)
         # a hybrid model has no combined 1F1B (config.hybrid.check_hybrid_run): its expert
         # exchange overlap is pinned off (hsearch51), as a framework's lacked switches are
@@ -396,8 +399,8 @@ OVERLAP_SWITCHES = ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_over
 
 
 def _no_pairs(base: Base) -> bool:
-    """Whether the model has no DualPipe pairs: a hybrid model (its passes cannot overlap the
-    expert exchange: ``config.hybrid.check_hybrid_run``; ``pipeline.pair_pricer`` would)."""
+    """Whether the model has no DualPipe pairs: a hybrid model (``config.hybrid.
+    dualpipe_reason``)."""
     return base.model.hybrid_layer_pattern is not None
 
 
