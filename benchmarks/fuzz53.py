@@ -502,6 +502,87 @@ def fallbackrows_cases(workdir: str, rng: random.Random) -> Callable[[], Iterato
     return cases
 
 
+# ------------------------------------------------------------------------------ chakraorder
+
+def chakraorder_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Case]]:
+    """Traces trainsim wrote (dense with pp 2, MoE, hybrid, latent-MoE + MTP), their nodes
+    listed in another order (reversed, shuffled, rotated; one rank or every rank), or with a
+    node id given twice, a node depending on itself, on a later node of a chain, on a node twice.
+    Chakra's schema orders no nodes (a node names its dependencies by id). Oracle: a reordered
+    trace reads back to the iteration it was written with (1e-9); a repeated id or a cycle is
+    refused in one line."""
+    def cases() -> Iterator[Case]:
+        import dataclasses
+
+        from trainsim.catalog import run_config_from_dict
+        from trainsim.interop import wire
+        from trainsim.interop.chakra import export_chakra, read_chakra
+        from trainsim.interop.chakra_et import encode_node, read_et
+
+        runs = {"dense": _cfg("dense", parallel={"pp": 2}), "moe": _cfg("moe"),
+                "hybrid": _cfg("hybrid", parallel={"pp": 2}), "latent": _cfg("latent")}
+        made: dict[str, Any] = {}
+
+        def trace(name: str) -> tuple[Path, list[Path], list[bytes], list[list[Any]], float]:
+            if name not in made:
+                d = Path(tempfile.mkdtemp(dir=workdir))
+                ex = export_chakra(run_config_from_dict(copy.deepcopy(runs[name])), d / "w")
+                made[name] = (d / "w", ex.paths, [p.read_bytes() for p in ex.paths],
+                              [read_et(p)[1] for p in ex.paths], read_chakra(d / "w"))
+            return made[name]
+
+        def attempt(name: str, how: str, ranks: str, seed: int) -> str | None:
+            prefix, paths, data, nodes, want = trace(name)
+            r = random.Random(seed)
+            chosen = range(len(paths)) if ranks == "every" else [r.randrange(len(paths))]
+            damaged = how in ("dup", "self", "cycle")
+            for k in chosen:
+                ns = list(nodes[k])
+                if how == "reversed":
+                    ns.reverse()
+                elif how == "shuffled":
+                    r.shuffle(ns)
+                elif how == "rotated":
+                    cut = r.randrange(1, len(ns))
+                    ns = ns[cut:] + ns[:cut]
+                elif how == "dup":
+                    ns.append(dataclasses.replace(r.choice(ns), ctrl_deps=[], data_deps=[],
+                                                  id=r.choice(ns).id))
+                elif how == "self":
+                    i = r.randrange(len(ns))
+                    ns[i] = dataclasses.replace(ns[i], ctrl_deps=[*ns[i].ctrl_deps, ns[i].id])
+                elif how == "cycle":
+                    later = [i for i, n in enumerate(ns) if n.ctrl_deps or n.data_deps]
+                    i = r.choice(later)
+                    dep = (ns[i].ctrl_deps + ns[i].data_deps)[0]
+                    j = next(x for x, n in enumerate(ns) if n.id == dep)
+                    ns[j] = dataclasses.replace(ns[j], ctrl_deps=[*ns[j].ctrl_deps, ns[i].id])
+                elif how == "twice":
+                    i = r.choice([i for i, n in enumerate(ns) if n.ctrl_deps])
+                    ns[i] = dataclasses.replace(ns[i], data_deps=[*ns[i].data_deps,
+                                                                  *ns[i].ctrl_deps])
+                head = next(wire.read_delimited(data[k]))  # the metadata as written
+                paths[k].write_bytes(wire.write_delimited([head, *map(encode_node, ns)]))
+            try:
+                got = read_chakra(prefix)
+            finally:
+                for p, b in zip(paths, data):
+                    p.write_bytes(b)
+            if damaged:
+                return f"a trace with a {how} node read as {got!r} s"
+            if not math.isclose(got, want, rel_tol=1e-9):
+                return f"the {how} trace reads as {got!r} s, written as {want!r}"
+            return None
+
+        for name in runs:
+            for how in ("reversed", "shuffled", "rotated", "dup", "self", "cycle", "twice"):
+                for ranks in ("one", "every"):
+                    for seed in range(6):
+                        yield f"{name} {how} {ranks} #{seed}", (
+                            lambda n=name, h=how, k=ranks, s=seed: attempt(n, h, k, s))
+    return cases
+
+
 # ------------------------------------------------------------------------------ rtprecision
 
 def rtprecision_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Case]]:
@@ -551,6 +632,7 @@ def main(argv: list[str] | None = None) -> int:
         "framenames": framenames_cases(workdir), "money": money_cases(workdir, rng),
         "exportpp": exportpp_cases(workdir, rng), "v2rows": v2rows_cases(workdir, rng),
         "fallbackrows": fallbackrows_cases(workdir, rng),
+        "chakraorder": chakraorder_cases(workdir, rng),
         "rtprecision": rtprecision_cases(workdir, rng)},
                                     CPU_LIMIT_S, CPU_HANG_S)
 

@@ -126,6 +126,74 @@ def test_a_node_without_a_type_field_is_refused(traces):
         path.write_bytes(data)
 
 
+def _rewritten(traces, nodes) -> float:
+    """The iteration of the trace set with rank 0's nodes replaced by ``nodes`` (its metadata
+    kept), the file restored after."""
+    from trainsim.interop import wire
+    from trainsim.interop.chakra import read_chakra
+    from trainsim.interop.chakra_et import encode_node
+
+    prefix, path, data, _ = traces
+    head = next(wire.read_delimited(data))
+    path.write_bytes(wire.write_delimited([head, *map(encode_node, nodes)]))
+    try:
+        return read_chakra(prefix)
+    finally:
+        path.write_bytes(data)
+
+
+@pytest.mark.parametrize("order", ["reversed", "shuffled", "rotated"])
+def test_a_trace_listing_nodes_out_of_dependency_order_reads_as_written(traces, order):
+    """fuzz53 ``chakraorder``: Chakra's schema orders no nodes (a node names its dependencies
+    by id; ASTRA-sim's feeder issues it once they are done), but the reader handed them to the
+    engine, whose streams run tasks in submission order, as listed: a reversed trace was
+    "deadlock: 130 tasks never ran". Now read in dependency order, the same iteration."""
+    import random
+
+    from trainsim.interop.chakra import read_chakra
+
+    nodes = list(traces[3])
+    if order == "reversed":
+        nodes.reverse()
+    elif order == "shuffled":
+        random.Random(53).shuffle(nodes)
+    else:
+        nodes = nodes[7:] + nodes[:7]
+    assert _rewritten(traces, nodes) == pytest.approx(read_chakra(traces[0]), rel=1e-12)
+
+
+def test_a_node_id_given_twice_is_refused_in_one_line(traces):
+    """Before, the later node took the id in silence: the dependencies on it waited for
+    another node (a wrong iteration, or a "deadlock")."""
+    nodes = traces[3]
+    extra = dataclasses.replace(nodes[-1], id=nodes[0].id, ctrl_deps=[], data_deps=[])
+    with pytest.raises(TrainsimError) as err:
+        _rewritten(traces, [*nodes, extra])
+    msg = str(err.value)
+    assert f"w.0.et: node id {nodes[0].id} is given twice ({nodes[0].name} and " \
+        f"{nodes[-1].name})" in msg and "\n" not in msg, msg
+
+
+@pytest.mark.parametrize("how", ["self", "pair"])
+def test_a_dependency_cycle_is_refused_naming_a_node_in_it(traces, how):
+    """Before: the engine's "task 0 (...) depends on invalid task 0", or "deadlock: 130 tasks
+    never ran", naming no file or node of the trace."""
+    nodes = list(traces[3])
+    a = next(i for i, n in enumerate(nodes) if n.ctrl_deps)
+    if how == "self":
+        nodes[a] = dataclasses.replace(nodes[a], ctrl_deps=[*nodes[a].ctrl_deps, nodes[a].id])
+    else:
+        b = next(i for i, n in enumerate(nodes) if n.id == nodes[a].ctrl_deps[0])
+        nodes[b] = dataclasses.replace(nodes[b], ctrl_deps=[*nodes[b].ctrl_deps, nodes[a].id])
+    with pytest.raises(TrainsimError) as err:
+        _rewritten(traces, nodes)
+    msg = str(err.value)
+    assert "w.0.et: node " in msg and "depends on itself through a cycle of dependencies" \
+        in msg and "\n" not in msg, msg
+    named = int(msg.split("w.0.et: node ")[1].split(" ")[0])
+    assert named in ({nodes[a].id} if how == "self" else {nodes[a].id, nodes[b].id}), msg
+
+
 # ------------------------------------------------------------ DualPipe on a hybrid model
 
 HYBRID = {"hidden_size": 256, "num_layers": 8, "num_attention_heads": 4, "vocab_size": 1024,

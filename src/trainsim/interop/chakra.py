@@ -28,6 +28,7 @@ groups and peers):
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -468,6 +469,51 @@ sum of its nodes' durations (the reader's tasks slow no stream)."""
 MAX_DURATION_S = MAX_DURATION_MICROS * 1e-6
 
 
+def _issue_order(path: Path, nodes: list[ETNode]) -> list[ETNode]:
+    """``nodes`` in an order where each follows the nodes it depends on: among the nodes ready
+    at a step, the one listed first (so a trace already in that order, as trainsim writes it,
+    keeps its order). Chakra's schema orders nothing: a node names its dependencies by id
+    (``ctrl_deps``, ``data_deps``), and ASTRA-sim's feeder issues a node once they are done;
+    the engine runs a stream's tasks in submission order, so a trace listing a node before one
+    it waits for read as a "deadlock" (robust53). A duplicate id, a missing dependency or a
+    cycle is refused naming the file and a node."""
+    at: dict[int, int] = {}
+    for i, n in enumerate(nodes):
+        if at.setdefault(n.id, i) != i:
+            first = nodes[at[n.id]]
+            raise TrainsimError(f"{path}: node id {n.id} is given twice ({first.name} and "
+                                f"{n.name}); a node's id names it in the trace's dependencies, "
+                                "so each is unique")
+    waits = [0] * len(nodes)
+    unblocks: list[list[int]] = [[] for _ in nodes]
+    for i, n in enumerate(nodes):
+        for d in dict.fromkeys(n.ctrl_deps + n.data_deps):
+            if d not in at:
+                raise TrainsimError(f"{path}: node {n.id} depends on missing node {d}")
+            waits[i] += 1
+            unblocks[at[d]].append(i)
+    ready = [i for i, w in enumerate(waits) if not w]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for j in unblocks[i]:
+            waits[j] -= 1
+            if not waits[j]:
+                heapq.heappush(ready, j)
+    if len(order) < len(nodes):
+        i, seen = next(i for i, w in enumerate(waits) if w), set()
+        while i not in seen:  # back along waiting dependencies until one repeats: a cycle's
+            seen.add(i)
+            i = next(at[d] for d in nodes[i].ctrl_deps + nodes[i].data_deps if waits[at[d]])
+        n = nodes[i]
+        raise TrainsimError(f"{path}: node {n.id} ({n.name}) depends on itself through a cycle "
+                            f"of dependencies ({len(nodes) - len(order)} nodes never ready); "
+                            "a Chakra trace's dependencies form no cycle")
+    return [nodes[i] for i in order]
+
+
 def tasks_from_chakra(prefix: str | Path, exact: bool = True) -> list[Task]:
     """Engine tasks of every ``<prefix>.<rank>.et``: one task per node, on its stream
     (``trainsim.stream``, else compute for COMP nodes and one communication stream for the
@@ -480,7 +526,7 @@ def tasks_from_chakra(prefix: str | Path, exact: bool = True) -> list[Task]:
     recvs: list[tuple[int, tuple[int, int, int]]] = []
     for path in trace_files(prefix):
         rank = _rank_of(path)
-        _, nodes = read_et(path)
+        nodes = _issue_order(path, read_et(path)[1])
         index = {}
         for n in nodes:
             if n.type not in NODE_TYPES or n.type == INVALID_NODE:
