@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
 from helpers import cli, one_error_line
@@ -247,3 +249,21 @@ def test_search_says_the_same_for_dualpipe_alone_and_among_others():
     line = one_error_line(r)
     assert line.startswith("error: --schedules dualpipe with model.hybrid_layer_pattern: ")
     assert "expert exchange" not in line and line.endswith(VALID), line
+
+
+# ------------------------------------------------------------ fuzz53: the round
+
+def _fuzz53():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import fuzz53
+    return fuzz53
+
+
+def test_fuzz53_samples_find_no_class():
+    """A seeded sample of the round's fast surfaces (the whole round: -m slow)."""
+    assert _fuzz53().main(["--only", "chakraorder,bf16layers,framenames", "--count", "12"]) == 0
+
+
+@pytest.mark.slow
+def test_the_whole_fuzz53_round_finds_no_class():
+    assert _fuzz53().main(["--count", "400"]) == 0
