@@ -340,14 +340,16 @@ def test_runs_shared_reuses_a_timeline_only_for_the_same_graph():
     """Inside runs_shared, a graph equal in stream, duration, dependencies and slows to one
     run before gets that run's times (labels and payloads may differ; the returned timeline
     holds the new tasks); a graph that differs in any of them, even with the same total
-    duration (the memo's first key), is run anew, with the times run() gives it alone."""
+    duration (the memo's first key), is run anew, with the times run() gives it alone: a
+    difference in its first task too (the graphs are compared from the last task back)."""
     from trainsim.engine import loop
 
-    def graph(label="x", d=0.5, deps=(0,), share=0.2, stream=C):
-        return [Task(A, 1.0, label=label), Task(stream, d, list(deps), slows=(A, share)),
+    def graph(label="x", d=0.5, deps=(0,), share=0.2, stream=C, head=A):
+        return [Task(head, 1.0, label=label), Task(stream, d, list(deps), slows=(A, share)),
                 Task(A, 1.5 - d, [1])]
 
-    variants = [graph(d=0.4), graph(deps=()), graph(share=0.3), graph(stream=(0, "pp"))]
+    variants = [graph(d=0.4), graph(deps=()), graph(share=0.3), graph(stream=(0, "pp")),
+                graph(head=(0, "pp"))]
     alone = [run(g) for g in [graph()] + variants]
     calls = []
     inner = loop._run

@@ -191,10 +191,14 @@ def shared_tasks() -> int:
 
 
 def _same_graph(a: list[Task], b: list[Task]) -> bool:
-    """Whether the loop reads the same of ``a`` as of ``b`` (its labels and payloads aside)."""
+    """Whether the loop reads the same of ``a`` as of ``b`` (its labels and payloads aside).
+    Compared from the last task back: graphs that :func:`run`'s key cannot tell apart (as
+    many tasks, the same sum of durations) differ late where they differ, in the buckets of
+    their last backwards and their optimizer steps (the 22B search's 63 such pairs, none
+    equal: 69,265 tasks compared front to back). The same test whichever way it runs."""
     return len(a) == len(b) and all(
         x.duration_s == y.duration_s and x.stream == y.stream and x.deps == y.deps
-        and x.slows == y.slows for x, y in zip(a, b))
+        and x.slows == y.slows for x, y in zip(reversed(a), reversed(b)))
 
 
 def run(tasks: list[Task], prefix: bool = True) -> Timeline:
