@@ -188,7 +188,11 @@ def attempts(cfg: RunConfig) -> list[Plan]:
     B (which alone proves most periods) costing at most half the full simulation and all the
     runs together at most twice it (counted in micro-batches simulated; A is run only where B
     alone does not prove the period)."""
-    first, _ = plan(cfg)
+    return list(_planned(cfg)[2])
+
+
+def _ladder(cfg: RunConfig, first: Plan | None) -> list[Plan]:
+    """:func:`attempts` from ``plan(cfg)``'s first pair (None: no shortcut)."""
     if first is None:
         return []
     m, out, spent, extra = cfg.num_microbatches, [], 0, 0
@@ -201,6 +205,26 @@ def attempts(cfg: RunConfig) -> list[Plan]:
         out.append(current)
         spent += cost
         extra = 2 * extra + 1
+
+
+_PLANNED: list = []
+"""The last config :func:`_planned` answered for, with ``MIN_TASKS`` then and its answer."""
+
+
+def _planned(cfg: RunConfig) -> tuple[Plan | None, str, list[Plan]]:
+    """``plan(cfg)`` and ``attempts(cfg)``, worked out once for the last config object asked
+    (and ``MIN_TASKS``, the one module setting they read): a simulation asks three times (its
+    task-limit check, :func:`attempt`'s plan and ladder), a search's 564 simulations 1,274
+    plans and 710 ladders. Both read only the config's fields (frozen) and the module
+    constants, so the kept answer is the one they give again; the entry holds the config, so
+    its identity is not reused while kept."""
+    hit = _PLANNED[0] if _PLANNED else None
+    if hit is not None and hit[0] is cfg and hit[1] == MIN_TASKS:
+        return hit[2]
+    first, reason = plan(cfg)
+    out = (first, reason, _ladder(cfg, first))
+    _PLANNED[:] = [(cfg, MIN_TASKS, out)]
+    return out
 
 
 def _tasks(cfg: RunConfig, attempt: Plan) -> float:
@@ -227,10 +251,10 @@ def attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = N
             ) -> tuple[Summary | None, str]:
     """:func:`steady_summary`, and what was done or why not (``Result.simulation``); a twin's
     answer where one was worked out (``twin_graphs.kept_attempt``)."""
-    first, reason = plan(cfg)
+    first, reason, tries = _planned(cfg)
     if first is None:
         return None, reason
-    tries, cap = attempts(cfg), limit("TRAINSIM_MAX_TASKS")
+    cap = limit("TRAINSIM_MAX_TASKS")
     extra = (tuple(tries), tuple(_tasks(cfg, t) for t in tries), cap, pairs_passes(cfg),
              cfg.num_microbatches)
     return kept_attempt(cfg, pricer, layer_source, extra,
