@@ -512,8 +512,20 @@ for _cls in (MemoryKey, Candidate):  # what the dataclass's own __hash__ would h
 CANDIDATE_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
 new_bare = object.__new__
 """A Candidate without ``__init__``'s checks (``SearchSpace.variants`` fills its ``__dict__``)."""
+_SWITCHES_OFF = (False,) * (len(CANDIDATE_FIELDS) - 1)
+
+
+def candidate(key: MemoryKey, *switches: bool) -> Candidate:
+    """``Candidate(key, *switches)`` (the switches left out off), built as
+    ``SearchSpace.variants`` builds its variants: every field set in ``__dict__`` at once,
+    without the frozen ``__init__``'s call per field (the 22B search builds ~26,500 leads and
+    class leads so: ~0.6 us each). The same object in every field, so equal, hashed and
+    ordered as the one ``__init__`` builds."""
+    c = new_bare(Candidate)
+    c.__dict__.update(zip(CANDIDATE_FIELDS, (key, *switches, *_SWITCHES_OFF[len(switches):])))
+    return c
 assert not hasattr(Candidate, "__post_init__")  # SearchSpace.variants builds it without __init__
 
 
 __all__ = ["CANDIDATE_FIELDS", "PARALLEL_CACHE", "ZERO_LABELS", "Base", "Candidate", "MemoryKey",
-           "drop_parallels", "new_bare", "zero_label"]
+           "candidate", "drop_parallels", "new_bare", "zero_label"]

@@ -27,6 +27,7 @@ from trainsim.errors import ConfigError
 from trainsim.limits import check, limit
 from trainsim.memory.state import states_shared
 from trainsim.pricing import shared
+from trainsim.search.candidate import candidate
 from trainsim.search.evaluation import Evaluation, SearchToken, drop_runs
 from trainsim.search.executors import Executor, SerialExecutor
 from trainsim.search.explain import pareto_front, rank_key, why_slower
@@ -164,7 +165,7 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
     refused = None  # the first group the config's rules refuse (all refused: said why)
     for i, key in enumerate(keys):
         try:
-            bounds.prime(key, Candidate(key).to_config(base))
+            bounds.prime(key, candidate(key).to_config(base))
         except ConfigError as exc:
             refused = refused or f"{Candidate(key).label()}: {exc}"
             continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from trainsim.search.candidate import candidate
 from trainsim.search.space import Candidate, MemoryKey
 
 
@@ -33,7 +34,7 @@ class Family:
            make: Callable[[MemoryKey], list[Candidate]]) -> Family:
         """The whole group led by its variant with every switch that applies on (the one
         ``search.waves._lead`` picks: the only one with that many on)."""
-        first = Candidate(key, *switches)
+        first = candidate(key, *switches)
         return cls(key, switches, first, first, make)
 
     def __len__(self) -> int:
@@ -58,7 +59,7 @@ class Family:
         if self._leads is None:  # (asked at a first pop, then by the group's refined bound)
             og, op, tp, p2p, ep = self.switches
             self._leads = [self.first if (t, e) == (tp, ep) else
-                           Candidate(self.key, og, op, t, p2p, e)
+                           candidate(self.key, og, op, t, p2p, e)
                            for t in ((False, True) if tp else (False,))
                            for e in ((False, True) if ep else (False,))]
         return self._leads
