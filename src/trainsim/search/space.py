@@ -33,6 +33,7 @@ from trainsim.search.candidate import (  # noqa: F401 - PARALLEL_CACHE, drop_par
     Candidate,
     MemoryKey,
     drop_parallels,
+    memory_key,
     new_bare,
 )
 from trainsim.search.rules import (
@@ -336,8 +337,8 @@ class SearchSpace:
                                             for sch in scheds:
                                                 if sch and z == 3:  # pipeline.py: not modelled
                                                     continue
-                                                yield MemoryKey(num_gpus, tp, pp, cp, vpp, mb, rc,
-                                                                sp, z, ep, etp, disp, sch)
+                                                yield memory_key(num_gpus, tp, pp, cp, vpp, mb,
+                                                                 rc, sp, z, ep, etp, disp, sch)
 
     def switches(self, key: MemoryKey, sends_block_alone: bool = False) -> dict[str, bool]:
         """Which overlap switches can matter for a memory group (Candidate's order; see
