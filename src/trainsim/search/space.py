@@ -26,15 +26,14 @@ from trainsim.config._build import suggest
 from trainsim.config.hybrid import DUALPIPE_SCHEDULES
 from trainsim.errors import ConfigError
 from trainsim.search.candidate import (  # noqa: F401 - PARALLEL_CACHE, drop_parallels: re-exported
-    CANDIDATE_FIELDS,
     PARALLEL_CACHE,
     ZERO_LABELS,
     Base,
     Candidate,
     MemoryKey,
+    candidate,
     drop_parallels,
     memory_key,
-    new_bare,
 )
 from trainsim.search.rules import (
     DEFAULT_MAX_VPP,
@@ -385,13 +384,9 @@ class SearchSpace:
         # built directly: dataclasses.replace was a tenth of a large search's own time), in
         # Candidate's order: product's own, False before True field by field; each object's
         # fields set as the frozen dataclass's __init__ sets them (it has no __post_init__),
-        # without its setattr call per field (0.26 -> 0.12 s for the 22B search's 182,592)
-        out = []
-        for flags in _switch_products(tuple(options.values())):
-            c = new_bare(Candidate)
-            c.__dict__.update(zip(CANDIDATE_FIELDS, (key, *flags)))
-            out.append(c)
-        return out
+        # without its setattr call per field (0.26 -> 0.12 s for the 22B search's 182,592;
+        # one store per field, ``candidate``, about half that again)
+        return [candidate(key, *flags) for flags in _switch_products(tuple(options.values()))]
 
 
 OVERLAP_SWITCHES = ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
