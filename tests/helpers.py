@@ -245,21 +245,30 @@ def random_config(rng: random.Random) -> dict:
 
 
 # ------------------------------------------------------------- the steady-state proofs' inputs
+def random_valid_configs(seed: int, n: int, draw=None) -> list:
+    """``n`` valid configs from ``draw(rng)`` (``random_config`` unless given) seeded with
+    ``seed``, the ones the config check refuses skipped."""
+    from trainsim.catalog import run_config_from_dict
+    from trainsim.errors import ConfigError
+
+    rng = random.Random(seed)
+    out: list = []
+    while len(out) < n:
+        try:
+            out.append(run_config_from_dict((draw or random_config)(rng)))
+        except ConfigError:
+            continue
+    return out
+
+
 def random_and_public_configs(seed: int, n: int) -> list:
     """``n`` random valid configs (``random_config`` from ``seed``, refused ones skipped), then
     every public training row's untuned config that builds (no kernel database)."""
-    from trainsim.catalog import run_config_from_dict
     from trainsim.errors import ConfigError
     from trainsim.validate import BUNDLED_DIR, read_rows
     from trainsim.validate.training import row_config
 
-    rng = random.Random(seed)
-    out = []
-    while len(out) < n:
-        try:
-            out.append(run_config_from_dict(random_config(rng)))
-        except ConfigError:
-            continue
+    out = random_valid_configs(seed, n)
     for row in read_rows(BUNDLED_DIR / "training_public.csv")[1]:
         try:
             out.append(row_config(row, compute_db=None))

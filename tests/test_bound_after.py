@@ -9,11 +9,10 @@ from __future__ import annotations
 import random
 
 import pytest
-from helpers import random_config
+from helpers import random_config, random_valid_configs
 
 from trainsim import run_config_from_dict, simulate
 from trainsim.bound import SAFETY, after_last_pass, first_gathers_s, lower_bound_s
-from trainsim.errors import ConfigError
 from trainsim.pricing import Priced, Pricer
 
 FRAMEWORKS = [None, None, None, ("nemo", "24.07"), ("megatron-bridge", "26.04"),
@@ -56,14 +55,7 @@ def _raw(rng: random.Random) -> dict:
 
 
 def _configs(n: int, seed: int) -> list:
-    rng = random.Random(seed)
-    out = []
-    while len(out) < n:
-        try:
-            out.append(run_config_from_dict(_raw(rng)))
-        except ConfigError:
-            continue
-    return out
+    return random_valid_configs(seed, n, _raw)
 
 
 def _step_alone(cfg) -> float:

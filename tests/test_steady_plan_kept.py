@@ -4,24 +4,14 @@ its ladder), and the kept answer is the one ``plan`` gives again."""
 
 from __future__ import annotations
 
-import random
-
-from helpers import random_config
+from helpers import random_valid_configs
 
 import trainsim.steady_state as steady
-from trainsim import run_config_from_dict, simulate
-from trainsim.errors import ConfigError
+from trainsim import simulate
 
 
 def _configs(n: int) -> list:
-    rng = random.Random(53)
-    out = []
-    while len(out) < n:
-        try:
-            out.append(run_config_from_dict(random_config(rng)))
-        except ConfigError:
-            continue
-    return out
+    return random_valid_configs(53, n)
 
 
 def test_a_simulation_plans_once_and_as_plan_does(monkeypatch):

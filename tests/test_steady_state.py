@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import math
-import random
 
 import pytest
-from helpers import assert_same_simulation, counted_graphs, random_config
+from helpers import assert_same_simulation, counted_graphs, random_valid_configs
 
 import trainsim.steady_state as steady
 from trainsim import run_config_from_dict, simulate
 from trainsim.engine import Task, run
 from trainsim.engine.periodic import period_in_run_s, period_s
-from trainsim.errors import ConfigError
 from trainsim.pricing import Pricer
 
 N_CONFIGS = 220
@@ -20,14 +18,7 @@ DEFAULT_CONFIGS = 80  # the default suite's share of them (the slow test runs al
 
 
 def _configs(n: int):
-    rng = random.Random(21)
-    out = []
-    while len(out) < n:
-        try:
-            out.append(run_config_from_dict(random_config(rng)))
-        except ConfigError:
-            continue
-    return out
+    return random_valid_configs(21, n)
 
 
 def test_steady_state_agrees_with_the_full_simulation(monkeypatch):
