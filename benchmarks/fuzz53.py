@@ -394,6 +394,33 @@ def exportpp_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Ca
     return cases
 
 
+def _pair_check(rows: list[dict[str, str]], columns: list[str],
+                workdir: str) -> Callable[[int, int, dict[str, str]], str | None]:
+    """A check of row ``i`` with ``cells`` written over it, validated beside row ``j``, against
+    the same pair validated clean (``fuzz52._rows_checked``); each clean pair validated once."""
+    from fuzz52 import _rows_checked, _validate
+
+    d = Path(tempfile.mkdtemp(dir=workdir))
+    clean_of: dict[str, dict[str, Any]] = {}
+
+    def write(path: Path, chosen: list[dict[str, str]]) -> None:
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=columns)
+            w.writeheader()
+            w.writerows(chosen)
+
+    def one(i: int, j: int, cells: dict[str, str]) -> str | None:
+        pair = [dict(rows[i]), rows[j]]
+        key = f"{i}|{j}"
+        if key not in clean_of:
+            write(d / "clean.csv", pair)
+            clean_of[key] = {r["id"]: r for r in _validate(d / "clean.csv")["rows"]}
+        pair[0].update(cells)
+        write(d / "damaged.csv", pair)
+        return _rows_checked(_validate(d / "damaged.csv"), clean_of[key], rows[i]["id"])
+    return one
+
+
 # ------------------------------------------------------------------------------ v2rows
 
 V2_COLUMNS = ["num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "sequence_parallel",
@@ -406,32 +433,13 @@ V2_COLUMNS = ["num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "seque
 
 def v2rows_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Case]]:
     def cases() -> Iterator[Case]:
-        from fuzz52 import _rows_checked, _validate
-
         src = Path(__file__).resolve().parent.parent / "src" / "trainsim" / "data" / \
             "validation" / "training_public.csv"
         with open(src, newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
         columns = list(rows[0].keys())
         pool = {c: sorted({r[c] for r in rows}) for c in V2_COLUMNS if c in columns}
-        d = Path(tempfile.mkdtemp(dir=workdir))
-        clean_of: dict[str, dict[str, Any]] = {}
-
-        def write(path: Path, chosen: list[dict[str, str]]) -> None:
-            with open(path, "w", newline="", encoding="utf-8") as f:
-                w = csv.DictWriter(f, fieldnames=columns)
-                w.writeheader()
-                w.writerows(chosen)
-
-        def one(i: int, j: int, cells: dict[str, str]) -> str | None:
-            pair = [dict(rows[i]), rows[j]]
-            key = f"{i}|{j}"
-            if key not in clean_of:
-                write(d / "clean.csv", pair)
-                clean_of[key] = {r["id"]: r for r in _validate(d / "clean.csv")["rows"]}
-            pair[0].update(cells)
-            write(d / "damaged.csv", pair)
-            return _rows_checked(_validate(d / "damaged.csv"), clean_of[key], rows[i]["id"])
+        one = _pair_check(rows, columns, workdir)
 
         small = [k for k, r in enumerate(rows) if r["num_gpus"].isdigit()
                  and int(r["num_gpus"]) <= 512]
@@ -464,8 +472,6 @@ HSDP replicas, SDPA by attention or option) and their neighbours, at odd values.
 
 def fallbackrows_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Case]]:
     def cases() -> Iterator[Case]:
-        from fuzz52 import _rows_checked, _validate
-
         src = Path(__file__).resolve().parent.parent / "src" / "trainsim" / "data" / \
             "validation" / "training_public.csv"
         with open(src, newline="", encoding="utf-8") as f:
@@ -473,24 +479,7 @@ def fallbackrows_cases(workdir: str, rng: random.Random) -> Callable[[], Iterato
         columns = list(rows[0].keys()) + ["dp_replicate"]
         for r in rows:
             r.setdefault("dp_replicate", "")
-        d = Path(tempfile.mkdtemp(dir=workdir))
-        clean_of: dict[str, dict[str, Any]] = {}
-
-        def write(path: Path, chosen: list[dict[str, str]]) -> None:
-            with open(path, "w", newline="", encoding="utf-8") as f:
-                w = csv.DictWriter(f, fieldnames=columns)
-                w.writeheader()
-                w.writerows(chosen)
-
-        def one(i: int, j: int, cells: dict[str, str]) -> str | None:
-            pair = [dict(rows[i]), rows[j]]
-            key = f"{i}|{j}"
-            if key not in clean_of:
-                write(d / "clean.csv", pair)
-                clean_of[key] = {r["id"]: r for r in _validate(d / "clean.csv")["rows"]}
-            pair[0].update(cells)
-            write(d / "damaged.csv", pair)
-            return _rows_checked(_validate(d / "damaged.csv"), clean_of[key], rows[i]["id"])
+        one = _pair_check(rows, columns, workdir)
 
         small = [k for k, r in enumerate(rows) if r["num_gpus"].isdigit()
                  and int(r["num_gpus"]) <= 256]
