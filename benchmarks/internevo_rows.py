@@ -64,16 +64,17 @@ SETTINGS = (
     "up to 256: ffn 11008, vocab 103168, RMSNorm, untied head; Wqkv and out_proj carry biases, "
     "< 0.1 % of the FLOPs): the llama2-7b preset with vocab 103168; bf16, FlashAttention v1.0.5 "
     "(doc/en/install.md: flash1) and Apex fused kernels; TP by flash_attn's fused dense layers "
-    "with sequence_parallel True (their default, internlm/model/linear.py); hybrid ZeRO-1 "
+    "without sequence parallelism (modeling_internlm.py builds MHA and FeedForward with "
+    "sequence_parallel=False, internlm/model/linear.py); hybrid ZeRO-1 "
     "(internlm/solver/optimizer/hybrid_zero_optim.py): gradients reduced in the parameters' "
     "bf16 (reduce_tensor(dtype=self.dtype)) over the whole "
     "data-parallel group on a side stream during the backward (zero_overlap_communication=True, "
     "512M-element buckets), parameters broadcast inside the zero1 group after the step "
     "(broadcast_params(overlap=False)); zero1=-1: one group of every data-parallel rank "
     "(dp_replicate 1), zero1=k: groups of k (dp_replicate dp/k); options dp_overlap (the gradient "
-    "reduce is overlapped; the parameter broadcast is not, which the option also overlaps); "
-    "4 x 100 Gb RoCE a machine read as 50 Gb/s a GPU; framework InternEvo (then InternLM's "
-    "train.py) named as it is: no profile")
+    "reduce is overlapped; the parameter broadcast is not: the internevo profile has no gather "
+    "to overlap); 4 x 100 Gb RoCE a machine read as 50 Gb/s a GPU; framework InternEvo (then "
+    "InternLM's train.py): catalog/frameworks/internevo.yaml")
 
 
 def _row(rid: str, table: str, gpus: int, tp: int, zero1: int, mbs: int, num: int, tgs: int,
@@ -86,7 +87,7 @@ def _row(rid: str, table: str, gpus: int, tp: int, zero1: int, mbs: int, num: in
         id=rid, source=SOURCE.format(table=table), model="llama2-7b", vocab_size="103168",
         seq_length=str(SEQ), gpu="a100-sxm-80gb", num_gpus=str(gpus), gpus_per_node="8",
         nic_gbps_per_gpu="50", tp=str(tp), pp="1", cp="1", vpp="1",
-        sequence_parallel="1" if tp > 1 else "0", recompute="full" if ckpt else "none",
+        sequence_parallel="0", recompute="full" if ckpt else "none",
         zero_stage="1", dp_replicate=str(dp // group), global_batch_size=str(gbs),
         micro_batch_size=str(mbs), dtype="bf16", grad_reduce_dtype="bf16", options="dp_overlap",
         framework="internevo",

@@ -241,8 +241,10 @@ def _exposed_reductions(graph: _TaskGraph, s: int, folded: float) -> float:
         for share in shares[-1:] if last_only else shares:
             for params, group, size in groups:
                 part = params / vpp * share[group == "edp"]
-                if size > 1 and part > 0:
-                    graph.comm(s, "grad_reduce", kind, part * graph.grad_bytes, group, [],
+                if size > 1 and part > 0:  # over every data-parallel rank as the graph's
+                    over = "dp" if kind == "all_reduce" and group == "dp_cp" and \
+                        p.dp_replicate > 1 else group
+                    graph.comm(s, "grad_reduce", kind, part * graph.grad_bytes, over, [],
                                "bound", graph.fixed_buckets(part))
 
     def on_last() -> None:  # what waits on the stage's last compute task itself
@@ -280,7 +282,7 @@ def _step_chain(graph: _TaskGraph, s: int) -> float:
     total += sum(_appended(graph, lambda: graph.amax_all_reduces(s, 0)).values())  # a chain
     if graph.zero in (1, 2) and not p.overlap_param_gather and not graph.fsdp:
         gathers: list[int] = []
-        per = _appended(graph, lambda: gathers.extend(graph.param_gathers(s, 1.0, [], "bound")))
+        per = _appended(graph, lambda: gathers.extend(graph.param_syncs(s, [], "bound")))
         if gathers:
             own = graph.tasks[gathers[-1]].stream
             copies = graph.gather_copies(s)

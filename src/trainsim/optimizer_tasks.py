@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING
 
 from trainsim.catalog.frameworks import framework_supports
 from trainsim.compute.host import loop_host_s
-from trainsim.pricing import COMPUTE, OPT, Priced
+from trainsim.pricing import COMPUTE, DP, OPT, Priced
 from trainsim.workload.fp8_gather import amax_all_reduce_bytes
 from trainsim.workload.fsdp_optimizer import fsdp_optimizer_pieces, per_tensor_optimizer
+from trainsim.workload.ops import Comm
 from trainsim.workload.optimizer_impl import run_optimizer_step
 from trainsim.workload.pipeline_schedules import rank_chunks
 from trainsim.workload.sharding import grad_buffer_rest, unsharded_clip, zero1_gather_copies
 from trainsim.workload.vocab import rank_vocab
+from trainsim.workload.zero1_broadcast import owner_loads, stage_tensors
 from trainsim.workload.zero3_persistent import zero3_persistent_regather
 
 if TYPE_CHECKING:
@@ -52,6 +54,7 @@ class OptimizerTasks:
     tasks: list[Task]
     chunks: dict[int, Chunk]
     groups: list[list[tuple[float, str, int]]]
+    gather_width: list[dict[str, float]]
     last_bwd: dict[int, list[int]]
     bucket_shares: dict[int, tuple[tuple[float, float], ...]]
     fsdp_reduce: dict[int, list[int]]
@@ -113,6 +116,27 @@ class OptimizerTasks:
         return zero1_gather_copies(self.cfg, layers, 0 in chunks,
                                    self.pp * self.vpp - 1 in chunks, ranks)
 
+    def param_syncs(self, s: int, deps: list[int], label: str) -> list[int]:
+        """Stage ``s``'s parameter exchange after the step (ZeRO-1/2 without the gather
+        overlap): the all-gathers of every group's shards, or (``parallel.zero1_param_sync``
+        broadcast) one task per group of its owners' broadcasts in series."""
+        if self.p.zero1_param_sync != "broadcast":
+            return self.param_gathers(s, 1.0, deps, label)
+        chunks, layers = self.stage_layers(s)
+        tensors = stage_tensors(self.cfg, layers, 0 in chunks, self.pp * self.vpp - 1 in chunks)
+        out = []
+        for (params, group, size), own in zip(self.groups[s], tensors):
+            if size <= 1 or params <= 0:
+                continue
+            width = self.gather_width[s][group]
+            loads = owner_loads(own, size)
+            seconds = sum(self.pricer.comm_time(Comm("param_broadcast", "broadcast", n * width,
+                                                     group))  # type: ignore[arg-type]
+                          for n in loads)
+            out.append(self.add((s, "dp"), seconds, deps, f"param broadcast {group} {label}: "
+                                f"{len(loads)} owners of {size} ranks, one after another", DP))
+        return out
+
     def amax_all_reduces(self, s: int, step: int) -> list[int]:
         """Stage ``s``'s all-reduces of its fp8 weights' amaxes after the step (``step``), one
         per data-parallel group that has more than one rank (``workload.fp8_gather.
@@ -173,9 +197,13 @@ class OptimizerTasks:
                     part = params / vpp / n_ready if shares is None else \
                         params / vpp * shares[k][group == "edp"]
                     if size > 1 and part > 0:
+                        # a whole-gradient all-reduce spans every data-parallel rank, past
+                        # the replicas of a zero1 group (InternEvo: ParallelMode.DATA)
+                        over = "dp" if kind == "all_reduce" and group == "dp_cp" and \
+                            p.dp_replicate > 1 else group
                         dp_tasks.append(self.comm(
-                            s, "grad_reduce", kind, part * self.grad_bytes, group, [dep],
-                            f"grad {kind} {group} c{c} b{k}", self.fixed_buckets(part)))
+                            s, "grad_reduce", kind, part * self.grad_bytes, over, [dep],
+                            f"grad {kind} {over} c{c} b{k}", self.fixed_buckets(part)))
             if cfg.model.tied_embeddings and pp > 1 and s in (0, pp - 1):
                 size = rank_vocab(cfg) * cfg.model.hidden_size * self.grad_bytes
                 dp_tasks.append(self.comm(s, "embedding_grad", "all_reduce", size, "embd", [last],
@@ -194,7 +222,7 @@ class OptimizerTasks:
             for priced, label, cat in more:
                 end = self.add((s, "compute"), priced, [end], label, cat)
             if self.zero in (1, 2) and not p.overlap_param_gather and not self.fsdp:
-                gathers = self.param_gathers(s, 1.0, [end], "after the step")
+                gathers = self.param_syncs(s, [end], "after the step")
                 for g in gathers:
                     end = g
                 copies = self.gather_copies(s)

@@ -68,6 +68,7 @@ _DEFAULTED = (
     ("parallel", "tp_comm_overlap_method", "tp_comm_overlap_method"),
     ("parallel", "overlap_grad_reduce", "overlap_grad_reduce"),
     ("parallel", "zero1_grad_reduce", "zero1_grad_reduce"),
+    ("parallel", "zero1_param_sync", "zero1_param_sync"),
     ("parallel", "zero3_grad_reduce", "zero3_grad_reduce"),
     ("training", "expandable_segments", "expandable_segments"),
     ("training", "modules", "modules"),

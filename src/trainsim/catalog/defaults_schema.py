@@ -71,6 +71,8 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "fp8_param_gather": _nullable(_bool_by_recipe),
     "overlap_grad_reduce": _nullable(_bool),
     "zero1_grad_reduce": _nullable(_enum(("reduce_scatter", "all_reduce"))),
+    # ZeRO-1/2 parameters after the step: all-gathered, or broadcast by each owner rank
+    "zero1_param_sync": _nullable(_enum(("all_gather", "broadcast"))),
     "zero3_grad_reduce": _nullable(_enum(("reduce_scatter", "all_reduce"))),  # DeepSpeed < 0.6
     "zero3_gather": _nullable(_enum(ZERO3_GATHER)),
     "tp_comm_overlap_method": _nullable(_enum(TP_OVERLAP_METHODS)),

@@ -278,8 +278,15 @@ class ParallelConfig:
     each rank updates its shard: ``reduce_scatter`` (Megatron's distributed optimizer), or
     ``all_reduce`` of the whole gradient, each rank then keeping its shard (DeepSpeed's stage 1
     with non-contiguous gradients, ``buffered_reduce_fallback``, and its BF16 optimizer's
-    ``_bf16_reduce_grads``). The parameters are all-gathered after the step either way. A
-    framework profile sets it."""
+    ``_bf16_reduce_grads``; InternEvo's HybridZeroOptimizer, over every data-parallel rank
+    whatever its zero1 group, so with ``dp_replicate`` > 1 too). A framework profile sets it."""
+    zero1_param_sync: Literal["all_gather", "broadcast"] = "all_gather"
+    """How ZeRO-1/2 brings every rank the parameters the others updated after the step:
+    ``all_gather`` of the shards, or ``broadcast``: each rank that owns parameters broadcasts
+    its flat shard of whole tensors (assigned greedily, largest first, to the least-loaded
+    rank) to the sharding group, one broadcast per owner, in series on one communicator and
+    not overlapped (InternEvo c18bec9 hybrid_zero_optim.py ``_partition_param_list``,
+    ``broadcast_params(overlap=False)``; ``workload.zero1_broadcast``). A profile sets it."""
     zero3_grad_reduce: Literal["reduce_scatter", "all_reduce"] = "reduce_scatter"
     """How DeepSpeed's stage 3 before v0.6 reduces each reduce bucket's gradients:
     ``reduce_scatter`` (``contiguous_gradients``: the gradients copied into the bucket, each
@@ -363,14 +370,12 @@ class ParallelConfig:
                               "(zero_stage >= 1 or distributed_optimizer=true): replicas of an "
                               "unsharded model are plain data parallelism")
         if self.dp_replicate > 1 and self.effective_zero_stage == 1 and \
-                self.zero1_grad_reduce == "all_reduce":
-            # the whole-gradient all-reduce of ZeRO-1 is DeepSpeed's (stage 1/BF16 optimizer),
-            # which has no replicas; Megatron's instances reduce-scatter inside an instance,
-            # then all-reduce the shard across instances (core_r0.11.0
-            # distributed/param_and_grad_buffer.py start_grad_sync)
+                self.zero1_grad_reduce == "all_reduce" and self.cp > 1:
+            # the whole-gradient all-reduce spans every data-parallel rank (InternEvo's zero1
+            # groups), a group priced without the CP ranks
             raise ConfigError(f"parallel.dp_replicate={self.dp_replicate} with "
-                              "zero1_grad_reduce=all_reduce: no engine all-reduces the whole "
-                              "gradient inside a replica; use zero1_grad_reduce=reduce_scatter")
+                              f"zero1_grad_reduce=all_reduce and cp={self.cp} is not modelled; "
+                              "use cp=1 or zero1_grad_reduce=reduce_scatter")
         if self.data_parallel_impl == "deepspeed" and self.pp > 1 and self.zero_stage >= 2:
             # DeepSpeed runtime/pipe/engine.py PipelineEngine.__init__: assert
             # zero_optimization_stage() < 2, "ZeRO-2 and ZeRO-3 are incompatible with pipeline

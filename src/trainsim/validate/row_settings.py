@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainsim.catalog import gpu, model_dict, model_name, names, node
-from trainsim.catalog.defaults import truthy
+from trainsim.catalog.defaults import overlap_stages, truthy
 from trainsim.catalog.schema_checks import NVLINK_SCOPES
 from trainsim.config._build import suggest
 from trainsim.config.cluster import segment_domains
@@ -268,6 +268,12 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
             raw[sec][key] = v
     if stated:  # a row's own options are checked before its framework is read
         profile = row_profile(row)
+    if parallel["overlap_param_gather"] and profile is not None and \
+            overlap_stages(profile, "overlap_param_gather") == ():
+        # dp_overlap's gather half where the framework overlaps no parameter gather at any
+        # stage (profile ``overlap_param_gather: []``: nanotron's gather and InternEvo's
+        # broadcasts wait after the step): the run overlaps its gradient reduction only
+        parallel["overlap_param_gather"] = False
     if "attention" not in training and (profile is None or "fused_kernels" in options):
         # Without a framework: fp8 runs on Transformer Engine, whose attention is fused; the
         # "efficient operators" option is FlashAttention-2; otherwise Megatron's unfused path.
