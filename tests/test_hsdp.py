@@ -133,8 +133,10 @@ def test_torchtitan_alias_and_replicas_cost_time():
     ({"replicate": 3}, "does not divide dp=32"),
     ({"replicate": 32}, "that is plain data parallelism: use zero_stage 0 and dp_replicate 1"),
     ({"replicate": 4, "num_gpus": 8, "cp": 4}, "does not divide dp=2"),
-    ({"replicate": 2, "zero_stage": 1, "data_parallel_impl": "megatron",
-      "zero1_grad_reduce": "all_reduce"}, "zero1_grad_reduce=all_reduce"),
+    # the whole-gradient all-reduce of zero1 groups (InternEvo) spans every data-parallel
+    # rank: with CP that group is not priced
+    ({"replicate": 2, "zero_stage": 1, "data_parallel_impl": "megatron", "cp": 2,
+      "zero1_grad_reduce": "all_reduce"}, "zero1_grad_reduce=all_reduce and cp=2"),
     ({"replicate": 0}, "dp_replicate=0 must be a positive"),
     ({"replicate": 2, "zero_stage": 0, "data_parallel_impl": "megatron"}, "needs a sharded"),
     ({"replicate": 2, "zero_stage": 1, "data_parallel_impl": "deepspeed"}, "not modelled"),

@@ -80,13 +80,16 @@ def test_file_validates_with_no_failed_row():
 
 def test_error_stays_under_todays_bound():
     """2026-11-28 first prediction (main dbb4f753, nothing fitted or changed for it): MAPE 7.9 %,
-    rows within -39.9 / +2.3 %; the zero1=8 and checkpointed rows within 7 %. Bounds: MAPE <=
-    11 %, each row within -46 / +12 %, the zero1=8 tp1 and checkpointed rows within 10 %
-    (framework internevo takes the no-profile fallback, which may move; RESULTS.md, data52)."""
+    rows within -39.9 / +2.3 % (the no-profile fallback). With the internevo profile (its hybrid
+    ZeRO: whole-DP all-reduce, per-owner broadcasts after the step; no sequence parallelism;
+    internevo53): MAPE 6.9 %, rows within -31.5 / +2.0 %, the zero1=8 tp1 and checkpointed rows
+    within 10.3 % (the 1,024-GPU single-micro-batch checkpointed run, -10.3 %: its all-reduce
+    hides behind one backward). Bounds: MAPE <= 8.5 %, each row within -36 / +8 %, those rows
+    within 12 % (RESULTS.md, data52 and internevo53)."""
     _, res = validated(FILE)
     assert len(res) == 48
     errs = {r.id: r.predicted / r.measured - 1 for r in res}
-    assert sum(abs(e) for e in errs.values()) / len(errs) <= 0.11, errs
-    assert all(-0.46 <= e <= 0.12 for e in errs.values()), errs
+    assert sum(abs(e) for e in errs.values()) / len(errs) <= 0.085, errs
+    assert all(-0.36 <= e <= 0.08 for e in errs.values()), errs
     close = {k: e for k, e in errs.items() if "tp1-zero18" in k or k.endswith("-ckpt")}
-    assert len(close) == 19 and all(abs(e) <= 0.10 for e in close.values()), close
+    assert len(close) == 19 and all(abs(e) <= 0.12 for e in close.values()), close
