@@ -152,3 +152,31 @@ def test_a_row_stating_dp_overlap_overlaps_the_reduction_only():
     p = row_config(row, compute_db=None).parallel
     assert (p.overlap_grad_reduce, p.overlap_param_gather, p.zero1_param_sync) == \
         (True, False, "broadcast")
+
+
+def test_the_lower_bound_stays_below_with_broadcasts():
+    """bound.lower_bound_s counts the broadcasts in the step's chain (``param_syncs``) and the
+    whole-DP all-reduce: over random runs (helpers.random_config) with ZeRO-1/2 parameters
+    broadcast and replicas, it stays at or below the simulated iteration and counts them."""
+    from helpers import random_config
+
+    from trainsim.bound import lower_bound_s
+
+    rng, done, grew = random.Random(53), 0, 0
+    while done < 24:
+        raw = random_config(rng)
+        par = raw["parallel"]
+        par.update(zero_stage=rng.choice([1, 2]), data_parallel_impl="megatron",
+                   zero1_param_sync="broadcast", overlap_param_gather=False,
+                   pipeline_schedule=None, dp_replicate=rng.choice([1, 2]),
+                   zero1_grad_reduce=rng.choice(["all_reduce", "reduce_scatter"]))
+        try:
+            c = run_config_from_dict(raw)
+        except ConfigError:
+            continue
+        bound, t = lower_bound_s(c), simulate(c).iteration_time_s
+        assert bound <= t, (c.parallel, bound, t)
+        par["zero1_param_sync"] = "all_gather"
+        grew += bound > lower_bound_s(run_config_from_dict(raw))
+        done += 1
+    assert grew >= 6
