@@ -202,13 +202,14 @@ def test_blank_cells_sample_validates():
             if r["id"] == "tt2412-llama3.1-8b-8-fsdp"]
     results = mod.sweep(rows, {"blank", "group", "framework"}, workers=1)
     labels = {label for _, label, _, _ in results}
-    assert {label for _, label, _, err in results if err} == {"framework:nanotron"}
+    assert {label for _, label, _, err in results if err} == {"framework:nanotron",
+                                                               "framework:internevo"}
     assert {"blank:zero_stage", "group:parallel_impl", "framework:pytorch",
             "framework:megatron-lm"} <= labels
     rep = mod.report(results)
     assert rep["variants"] >= 30
-    # every variant runs but the swaps to a framework without ZeRO-3 (nanotron runs stages 0
-    # and 1 only), which refuse the row's stage in one line
+    # every variant runs but the swaps to a framework without ZeRO-3 (nanotron and internevo
+    # run stages 0 and 1 only), which refuse the row's stage in one line
     assert all(m["message"].startswith("framework: parallel.zero_stage=")
                for m in rep["by_message"]), rep["by_message"]
     assert rep["unexplained"] == 0

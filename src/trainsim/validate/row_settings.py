@@ -268,7 +268,7 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
             raw[sec][key] = v
     if stated:  # a row's own options are checked before its framework is read
         profile = row_profile(row)
-    if parallel["overlap_param_gather"] and profile is not None and \
+    if parallel.get("overlap_param_gather") and profile is not None and \
             overlap_stages(profile, "overlap_param_gather") == ():
         # dp_overlap's gather half where the framework overlaps no parameter gather at any
         # stage (profile ``overlap_param_gather: []``: nanotron's gather and InternEvo's
