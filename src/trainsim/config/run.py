@@ -207,6 +207,15 @@ class RunConfig:
                               f"(Transformer Engine refuses below 10.0 and from 12.0); "
                               f"cluster.gpu {c.gpu.name} is {arch / 10:.1f}; use delayed, "
                               "current or blockwise")
+        if t.dtype == "fp8" and t.fp8_recipe == "mxfp8" and c.gpu.sm_arch is None \
+                and not c.gpu.block_scaled_mma:
+            # another vendor's MX formats come with its fp4 generation (GPUSpec.block_scaled_mma):
+            # AMD's CDNA 4 (gfx950, MI350X / MI355X) added them, CDNA 3 (MI300X, MI325X) has
+            # fp8 matrix cores only (AMD Primus-Turbo's MXFP8 quantize, 2026: "MXFP8 is only
+            # supported on gfx950+")
+            raise ConfigError(f"training.fp8_recipe=mxfp8 needs MX-format matrix instructions, "
+                              f"which cluster.gpu {c.gpu.name} lacks (AMD's come with CDNA 4, "
+                              "MI350X / MI355X); use delayed, current or blockwise")
 
     def _scaled_checks(self, fields: bool = True) -> None:
         """The checks from the first that reads the micro-batch size or the GPU count on, in
