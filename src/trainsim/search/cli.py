@@ -248,11 +248,12 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
               "meets deadline": "yes" if s.meets_deadline else "no", "simulated": s.simulated}
              for s in result.steps]
     out.print(rows_table(steps, f"GPU counts tried for {n_tokens:.3g} tokens in {days:g} days "
-                                f"({result.required_tokens_per_s:,.0f} tokens/s needed)"))
+                                f"({_amount(result.required_tokens_per_s)} tokens/s needed)"))
     if result.best is None or result.cost is None:
         no_plan(result, max_gpus)
     e, c = result.best, result.cost
-    rows = [("GPUs needed", (f"{e.num_gpus:,} ({e.num_gpus // gpus_per_node:,} nodes of "
+    nodes = -(-e.num_gpus // gpus_per_node)  # a part-filled node is still a node to rent
+    rows = [("GPUs needed", (f"{e.num_gpus:,} ({nodes:,} node{'s' if nodes != 1 else ''} of "
                              f"{gpus_per_node})")),
             ("best configuration", e.label),
             ("iteration", (f"{e.iteration_time_s:.3f} s, MFU {100 * e.mfu:.1f}%, "
