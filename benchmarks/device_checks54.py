@@ -1,0 +1,264 @@
+"""The 54th session's prepared GPU run: attention with and without dropout by implementation at
+GQA shapes, and one-kernel grouped GEMMs against a per-expert loop by group size.
+
+    python3 benchmarks/device_checks54.py --out $OUT --budget-s 240   # the run tool
+    python benchmarks/device_checks54.py --dry-run                    # the plan; no GPU needed
+
+Sections (each guarded as in ``device_checks.py``, whose timer and row helpers it reuses):
+
+``packages``   which of Transformer Engine, flash-attn, DeepSpeed, apex, Triton the image holds (their
+    versions), so the attention section says which implementations it could time.
+``attn_dropout`` causal attention at b 1, 16 query heads, 16 or 4 KV heads, head dim 128, 4,096 and
+    8,192 tokens, dropout 0 and 0.1, forward and forward + backward: SDPA's FlashAttention-2, cuDNN and
+    memory-efficient backends, and Transformer Engine's ``DotProductAttention`` (fused = cuDNN, flash)
+    and flash-attn's ``flash_attn_func`` where the image has them; the profiler's kernel names of the
+    cuDNN case with and without dropout. flagperf53's lead (TransformerEngine #3312 measured 1.03x on
+    an H200 where trainsim charges ~1.4x) and dropout40's open FA2 backward factor.
+``grouped``    bf16 ``torch._grouped_mm`` (one CUTLASS kernel over every expert) against a loop of
+    ``torch.mm`` a group and one dense ``torch.mm`` of the same rows, at five MoE models' expert shapes
+    (fc1 gated and fc2), 8-128 groups of 128-2,048 rows: ``grouped.GROUPED_OF_GEMM['cutlass']`` (0.76,
+    fitted to two published H100 rows) and the per-expert ``loop`` against the dense rate.
+``grouped_fp8`` ``torch._scaled_grouped_mm`` with row-wise scales, fast accumulation off and on, at
+    three of those shapes: ``grouped.FP8_SERIAL_PROMOTION``'s claim that the slow-accumulation kernel
+    runs at the 16-bit fraction stretched by its promotion.
+
+Writes ``kernels.csv`` (rows in validation/README.md's kernels format) and ``device_checks54.json``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from device_checks import sectioned_main
+from device_checks47 import _kernel_times
+
+ATTN_CASES = ((4096, 16, 16), (4096, 16, 4), (8192, 16, 16), (8192, 16, 4))  # (seq, heads, kv heads)
+HEAD_DIM, DROPOUTS = 128, (0.0, 0.1)
+SDPA_BACKENDS = {"FLASH_ATTENTION": "flash2", "CUDNN_ATTENTION": "cudnn", "EFFICIENT_ATTENTION": "sdpa_efficient"}
+EXPERT_SHAPES = {  # model: (hidden, expert ffn) from each model's published config
+    "qwen3-30b-a3b": (2048, 768), "qwen3-235b-a22b": (4096, 1536), "deepseek-v3": (7168, 2048),
+    "mixtral-8x7b": (4096, 14336), "gpt-oss-120b": (2880, 2880)}
+GROUPS, ROWS = (8, 32, 128), (128, 512, 2048)
+MAX_ROWS = 65536
+FP8_MODELS = ("qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b")
+PACKAGES = ("transformer_engine", "flash_attn", "deepspeed", "apex", "triton", "transformers")
+START_S = 25
+SECTIONS = {"packages": (2, "versions of " + ", ".join(PACKAGES)),
+            "attn_dropout": (45, (f"{len(ATTN_CASES)} GQA cases x SDPA/TE/flash-attn x dropout {DROPOUTS}, "
+                                  "fwd and fwd + bwd, cuDNN kernel names")),
+            "grouped": (70, (f"{len(EXPERT_SHAPES)} models x fc1/fc2 x groups {GROUPS} x rows {ROWS}: "
+                             "_grouped_mm / loop / dense")),
+            "grouped_fp8": (25, f"{len(FP8_MODELS)} models x fc1/fc2 x groups x rows, fast accum off / on")}
+
+
+def packages(torch, ctx, res):
+    from importlib import metadata
+    res["versions"] = {}
+    for name in PACKAGES:
+        try:
+            mod = importlib.import_module(name)
+            res["versions"][name] = str(getattr(mod, "__version__", None) or metadata.version(name))
+        except Exception as exc:  # noqa: BLE001
+            res["versions"][name] = f"absent: {exc!r}"[:160]
+
+
+def _te_attention(torch, heads, kv, p):
+    """A Transformer Engine ``DotProductAttention`` callable on (s, b, h, d) tensors, or None."""
+    try:
+        import transformer_engine.pytorch as te
+    except Exception:  # noqa: BLE001
+        return None
+    mod = te.DotProductAttention(num_attention_heads=heads, kv_channels=HEAD_DIM, num_gqa_groups=kv,
+                                 attention_dropout=p, qkv_format="sbhd", attn_mask_type="causal")
+    return lambda q, k, v: mod(q, k, v)
+
+
+def _attn_impls(torch, heads, kv, p):
+    """{implementation: (layout, callable)}: layout ``bhsd`` for SDPA, ``sbhd`` for TE, ``bshd`` for
+    flash-attn."""
+    import os
+
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    impls = {}
+    for backend, name in SDPA_BACKENDS.items():
+        def call(q, k, v, backend=backend):
+            with sdpa_kernel([getattr(SDPBackend, backend)]):
+                if kv != heads:
+                    try:
+                        return sdpa(q, k, v, is_causal=True, dropout_p=p, enable_gqa=True)
+                    except RuntimeError:  # a backend without GQA: the expanded heads it would need
+                        k, v = (t.repeat_interleave(heads // kv, dim=1) for t in (k, v))
+                return sdpa(q, k, v, is_causal=True, dropout_p=p)
+        impls[name] = ("bhsd", call)
+    for env, name in (({"NVTE_FUSED_ATTN": "1", "NVTE_FLASH_ATTN": "0"}, "te_fused"),
+                      ({"NVTE_FUSED_ATTN": "0", "NVTE_FLASH_ATTN": "1"}, "te_flash")):
+        os.environ.update(env)
+        te_call = _te_attention(torch, heads, kv, p)
+        if te_call is not None:
+            impls[name] = ("sbhd", lambda q, k, v, c=te_call, env=env: (os.environ.update(env), c(q, k, v))[1])
+    try:
+        from flash_attn import flash_attn_func
+    except Exception:  # noqa: BLE001 - the packages section records its absence
+        return impls
+    impls["flash_attn"] = ("bshd", lambda q, k, v: flash_attn_func(q, k, v, dropout_p=p, causal=True))
+    return impls
+
+
+def _qkv(torch, layout, s, heads, kv):
+    shape = {"bhsd": lambda h: (1, h, s, HEAD_DIM), "sbhd": lambda h: (s, 1, h, HEAD_DIM),
+             "bshd": lambda h: (1, s, h, HEAD_DIM)}[layout]
+    return tuple(torch.randn(*shape(h), device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                 for h in (heads, kv, kv))
+
+
+def attn_dropout(torch, ctx, res):
+    tm = ctx["timer"]
+    res.update(failed=[], times={}, ratio={}, kernels={})
+    for s, heads, kv in ATTN_CASES:
+        flops = 4 * s * s * heads * HEAD_DIM * 0.5
+        for p in DROPOUTS:
+            for impl, (layout, call) in _attn_impls(torch, heads, kv, p).items():
+                case = f"{impl}-s{s}-h{heads}-kv{kv}-p{p}"
+                if ctx["over"]():
+                    res["failed"].append(f"{case}: budget spent")
+                    continue
+                try:
+                    qkv = _qkv(torch, layout, s, heads, kv)
+                    go = torch.randn_like(call(*qkv))
+                    tf = tm.warm(lambda c=call, x=qkv: c(*x).detach(), reps=5)
+                    tfb = tm.warm(lambda c=call, x=qkv, g=go: torch.autograd.grad(c(*x), x, g), reps=5)
+                    if impl == "cudnn" and s == 8192 and kv == 4:
+                        res["kernels"][case] = _kernel_times(
+                            torch, lambda c=call, x=qkv, g=go: torch.autograd.grad(c(*x), x, g), steps=2)
+                except Exception as exc:  # noqa: BLE001
+                    res["failed"].append(f"{case}: {exc!r}"[:300])
+                    continue
+                res["times"][case] = {"fwd_ms": round(tf * 1e3, 4), "fwd_bwd_ms": round(tfb * 1e3, 4),
+                                      "bwd_ms": round((tfb - tf) * 1e3, 4),
+                                      "fwd_tflops": round(flops / tf / 1e12, 1),
+                                      "bwd_tflops": round(2.5 * flops / (tfb - tf) / 1e12, 1) if tfb > tf else None}
+                cells = {"implementation": impl, "dtype": "bf16", "batch": 1, "seq_len": s, "heads": heads,
+                         "kv_heads": kv, "head_dim": HEAD_DIM, "causal": 1, "measured_unit": "TFLOP/s"}
+                how = f"causal, dropout {p}, layout {layout}, eager calls between two events, median of 3 x 5"
+                if p == 0.0:
+                    ctx["add"](id=f"{ctx['tag']}-{case}-fwd", kind="attention_fwd",
+                               measured_value=f"{flops / tf / 1e12:.5g}", note=f"{how}; {tf * 1e3:.3f} ms", **cells)
+                    if tfb > tf:
+                        ctx["add"](id=f"{ctx['tag']}-{case}-bwd", kind="attention_bwd",
+                                   measured_value=f"{2.5 * flops / (tfb - tf) / 1e12:.5g}",
+                                   note=f"{how}; forward + backward minus forward, {(tfb - tf) * 1e3:.3f} ms",
+                                   **cells)
+    for case, t in res["times"].items():
+        if case.endswith("-p0.1") and (base := res["times"].get(case[:-len("0.1")] + "0.0")):
+            res["ratio"][case[:-len("-p0.1")]] = {f: round(t[f] / base[f], 4)
+                                                  for f in ("fwd_ms", "bwd_ms", "fwd_bwd_ms") if base[f] > 0}
+
+
+def _grouped_inputs(torch, groups, rows, k, n, dtype):
+    a = torch.randn(groups * rows, k, device="cuda").to(dtype)
+    b = torch.randn(groups, n, k, device="cuda").to(dtype).transpose(-2, -1)  # nn.Linear weights, (k, n) views
+    offs = torch.arange(rows, groups * rows + 1, rows, device="cuda", dtype=torch.int32)
+    return a, b, offs
+
+
+def _expert_gemms():
+    """(model, projection, groups, rows, k, n) of every grouped case within ``MAX_ROWS`` rows."""
+    out = []
+    for model, (h, f) in EXPERT_SHAPES.items():
+        for proj, (k, n) in (("fc1", (h, 2 * f)), ("fc2", (f, h))):
+            out += [(model, proj, g, r, k, n) for g in GROUPS for r in ROWS if g * r <= MAX_ROWS]
+    return out
+
+
+def _time_grouped(torch, tm, g, r, k, n, reps):
+    """Seconds of one bf16 ``torch._grouped_mm`` over ``g`` groups of ``r`` rows, of a loop of one
+    ``torch.mm`` a group, and of one dense ``torch.mm`` of all the rows."""
+    a, b, offs = _grouped_inputs(torch, g, r, k, n, torch.bfloat16)
+    dense_b, chunks = b[0].contiguous(), a.split(r)
+    t_grp = tm.warm(lambda: torch._grouped_mm(a, b, offs=offs), reps=reps)
+    t_loop = tm.warm(lambda: [torch.mm(c, b[i]) for i, c in enumerate(chunks)], reps=max(2, reps // 4))
+    return t_grp, t_loop, tm.warm(lambda: torch.mm(a, dense_b), reps=reps)
+
+
+def _time_scaled_grouped(torch, tm, g, r, k, n, fast):
+    """Seconds of one fp8 ``torch._scaled_grouped_mm`` with row-wise (unit) scales."""
+    a, b, offs = _grouped_inputs(torch, g, r, k, n, torch.float8_e4m3fn)
+    sa = torch.ones(g * r, device="cuda", dtype=torch.float32)
+    sb = torch.ones(g, n, device="cuda", dtype=torch.float32)
+    return tm.warm(lambda: torch._scaled_grouped_mm(a, b, sa, sb, offs=offs, out_dtype=torch.bfloat16,
+                                                    use_fast_accum=fast), reps=10)
+
+
+def grouped(torch, ctx, res):
+    tm = ctx["timer"]
+    res.update(failed=[], cases={})
+    for model, proj, g, r, k, n in _expert_gemms():
+        case = f"{model}-{proj}-g{g}-r{r}"
+        if ctx["over"]():
+            res["failed"].append(f"{case}: budget spent")
+            continue
+        flops = 2.0 * g * r * k * n
+        try:
+            t_grp, t_loop, t_dense = _time_grouped(torch, tm, g, r, k, n, max(3, min(20, int(2e12 / flops))))
+        except Exception as exc:  # noqa: BLE001
+            res["failed"].append(f"{case}: {exc!r}"[:300])
+            continue
+        res["cases"][case] = {"groups": g, "rows": r, "k": k, "n": n,
+                              "grouped_us": round(t_grp * 1e6, 2), "loop_us": round(t_loop * 1e6, 2),
+                              "dense_us": round(t_dense * 1e6, 2),
+                              "grouped_of_dense": round(t_dense / t_grp, 4), "loop_of_dense": round(t_dense / t_loop, 4)}
+        for impl, t in (("cutlass", t_grp), ("loop", t_loop)):
+            ctx["add"](id=f"{ctx['tag']}-{case}-{impl}", kind="gemm_grouped", implementation=impl, dtype="bf16",
+                       m=g * r, n=n, k=k, groups=g, measured_value=f"{flops / t / 1e12:.5g}", measured_unit="TFLOP/s",
+                       note=f"{'torch._grouped_mm' if impl == 'cutlass' else 'torch.mm a group'}, {model} {proj}, "
+                            f"{r} rows a group, L2 warm; {t * 1e6:.1f} us; dense torch.mm {t_dense * 1e6:.1f} us")
+
+
+def grouped_fp8(torch, ctx, res):
+    tm = ctx["timer"]
+    res.update(failed=[], cases={})
+    for model, proj, g, r, k, n in _expert_gemms():
+        if model not in FP8_MODELS or r == 128:
+            continue
+        flops = 2.0 * g * r * k * n
+        try:
+            times = {}
+            for fast in (False, True):
+                case = f"{model}-{proj}-g{g}-r{r}-fast{int(fast)}"
+                if ctx["over"]():
+                    res["failed"].append(f"{case}: budget spent")
+                    continue
+                times[fast] = _time_scaled_grouped(torch, tm, g, r, k, n, fast)
+                ctx["add"](id=f"{ctx['tag']}-{case}", kind="gemm_grouped", implementation="cutlass", dtype="fp8",
+                           m=g * r, n=n, k=k, groups=g, measured_value=f"{flops / times[fast] / 1e12:.5g}",
+                           measured_unit="TFLOP/s",
+                           note=f"torch._scaled_grouped_mm, row-wise scales, use_fast_accum={fast}, {model} {proj}, "
+                                f"{r} rows a group, L2 warm; {times[fast] * 1e6:.1f} us")
+        except Exception as exc:  # noqa: BLE001
+            res["failed"].append(f"{model}-{proj}-g{g}-r{r}: {exc!r}"[:300])
+            continue
+        res["cases"][f"{model}-{proj}-g{g}-r{r}"] = {f"fast{int(f)}_us": round(t * 1e6, 2) for f, t in times.items()}
+
+
+FUNCS = {"packages": packages, "attn_dropout": attn_dropout, "grouped": grouped, "grouped_fp8": grouped_fp8}
+
+
+def _digest(report: dict) -> dict:
+    secs = report["sections"]
+    grp = secs.get("grouped", {}).get("cases", {})
+    return {"packages": secs.get("packages", {}).get("versions"),
+            "dropout_ratio": secs.get("attn_dropout", {}).get("ratio"),
+            "grouped_of_dense": {c: v["grouped_of_dense"] for c, v in grp.items() if "-r2048" in c or "-r512" in c},
+            "fp8_cases": len(secs.get("grouped_fp8", {}).get("cases", {}))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    return sectioned_main(__doc__, "device_checks54", "dc54", SECTIONS, FUNCS, START_S, 240.0, argv, _digest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""benchmarks/device_checks54.py without a GPU: its plan, and the grouped cases it times stay within
+its row cap with each model's published expert shape."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def dc54():
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location("device_checks54", BENCH / "device_checks54.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_dry_run_lists_every_section(dc54, capsys):
+    assert dc54.main(["--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in dc54.SECTIONS)
+    with pytest.raises(SystemExit):
+        dc54.main(["--dry-run", "--sections", "grouped,nope"])
+
+
+def test_grouped_cases_are_expert_shapes_within_the_cap(dc54):
+    cases = dc54._expert_gemms()
+    assert all(g * r <= dc54.MAX_ROWS for _, _, g, r, _, _ in cases)
+    for model, proj, _, _, k, n in cases:
+        h, f = dc54.EXPERT_SHAPES[model]
+        assert (k, n) == ((h, 2 * f) if proj == "fc1" else (f, h))  # gated fc1: gate and up in one weight
+    assert len({(m, p) for m, p, *_ in cases}) == 2 * len(dc54.EXPERT_SHAPES)
