@@ -18,6 +18,10 @@ Sections (each guarded as in ``device_checks.py``, whose timer and row helpers i
     ``torch.mm`` a group and one dense ``torch.mm`` of the same rows, at five MoE models' expert shapes
     (fc1 gated and fc2), 8-128 groups of 128-2,048 rows: ``grouped.GROUPED_OF_GEMM['cutlass']`` (0.76,
     fitted to two published H100 rows) and the per-expert ``loop`` against the dense rate.
+``grouped_graph`` the ``grouped`` cases as CUDA graphs (no host): ``torch._grouped_mm``, one ``torch.mm`` a
+    group on one stream (``loop``) and round-robin on 4 (``multi_stream``, Transformer Engine's GroupedLinear).
+``grouped_ragged`` uneven groups from top-8 routing of random logits (expert skew 0, 0.5, 1) against equal ones.
+``grouped_wgrad`` the weight gradient as one ``torch._grouped_mm`` with the groups along the reduction.
 ``grouped_fp8`` ``torch._scaled_grouped_mm`` with row-wise scales, fast accumulation off and on, at
     three of those shapes: ``grouped.FP8_SERIAL_PROMOTION``'s claim that the slow-accumulation kernel
     runs at the 16-bit fraction stretched by its promotion.
@@ -51,7 +55,10 @@ SECTIONS = {"packages": (2, "versions of " + ", ".join(PACKAGES)),
                                   "fwd and fwd + bwd, cuDNN kernel names")),
             "grouped": (70, (f"{len(EXPERT_SHAPES)} models x fc1/fc2 x groups {GROUPS} x rows {ROWS}: "
                              "_grouped_mm / loop / dense")),
-            "grouped_fp8": (25, f"{len(FP8_MODELS)} models x fc1/fc2 x groups x rows, fast accum off / on")}
+            "grouped_fp8": (25, f"{len(FP8_MODELS)} models x fc1/fc2 x groups x rows, fast accum off / on"),
+            "grouped_graph": (40, "the grouped cases as CUDA graphs: _grouped_mm, a mm a group on 1 and 4 streams"),
+            "grouped_ragged": (15, "top-8 routed (skew 0/0.5/1) vs equal groups, 2 models x 32/128 experts"),
+            "grouped_wgrad": (30, "weight gradients as one _grouped_mm (groups along M) vs one dense GEMM")}
 
 
 def packages(torch, ctx, res):
@@ -244,7 +251,134 @@ def grouped_fp8(torch, ctx, res):
         res["cases"][f"{model}-{proj}-g{g}-r{r}"] = {f"fast{int(f)}_us": round(t * 1e6, 2) for f, t in times.items()}
 
 
-FUNCS = {"packages": packages, "attn_dropout": attn_dropout, "grouped": grouped, "grouped_fp8": grouped_fp8}
+def _streams_loop(torch, a_chunks, b, outs, streams):
+    """One ``torch.mm`` a group issued round-robin on ``streams`` (Transformer Engine's ``GroupedLinear``
+    with its 4 compute streams), forked from and joined to the current stream."""
+    cur = torch.cuda.current_stream()
+    for s in streams:
+        s.wait_stream(cur)
+    for i, c in enumerate(a_chunks):
+        with torch.cuda.stream(streams[i % len(streams)]):
+            torch.mm(c, b[i], out=outs[i])
+    for s in streams:
+        cur.wait_stream(s)
+
+
+def grouped_graph(torch, ctx, res):
+    """The per-group GEMMs without the host: one graph of a ``torch.mm`` a group on one stream, and on
+    4 streams round-robin, against ``torch._grouped_mm``'s graph, at every ``grouped`` case."""
+    tm = ctx["timer"]
+    res.update(failed=[], cases={})
+    streams = [torch.cuda.Stream() for _ in range(4)]
+    for model, proj, g, r, k, n in _expert_gemms():
+        case = f"{model}-{proj}-g{g}-r{r}"
+        if ctx["over"]():
+            res["failed"].append(f"{case}: budget spent")
+            continue
+        flops = 2.0 * g * r * k * n
+        try:
+            a, b, offs = _grouped_inputs(torch, g, r, k, n, torch.bfloat16)
+            chunks, outs = a.split(r), [torch.empty(r, n, device="cuda", dtype=torch.bfloat16) for _ in range(g)]
+            reps = max(2, min(10, int(1e12 / flops)))
+            t = {"grouped": tm.warm(lambda a=a, b=b, o=offs: torch._grouped_mm(a, b, offs=o), reps=reps, graph=True),
+                 "loop": tm.warm(lambda c=chunks, b=b, o=outs: _streams_loop(torch, c, b, o, streams[:1]), reps=reps,
+                                 graph=True),
+                 "multi_stream": tm.warm(lambda c=chunks, b=b, o=outs: _streams_loop(torch, c, b, o, streams),
+                                         reps=reps, graph=True)}
+        except Exception as exc:  # noqa: BLE001
+            res["failed"].append(f"{case}: {exc!r}"[:300])
+            continue
+        res["cases"][case] = {f"{i}_us": round(v * 1e6, 2) for i, v in t.items()}
+        for impl in ("loop", "multi_stream"):
+            ctx["add"](id=f"{ctx['tag']}-{case}-{impl}-graph", kind="gemm_grouped", implementation=impl, dtype="bf16",
+                       m=g * r, n=n, k=k, groups=g, measured_value=f"{flops / t[impl] / 1e12:.5g}",
+                       measured_unit="TFLOP/s",
+                       note=f"one torch.mm a group on {1 if impl == 'loop' else 4} stream(s), one CUDA graph, "
+                            f"{model} {proj}, {r} rows a group, L2 warm; {t[impl] * 1e6:.1f} us; "
+                            f"torch._grouped_mm graphed {t['grouped'] * 1e6:.1f} us")
+
+
+def _routed_sizes(torch, tokens, groups, skew, top_k=1):
+    """Rows each of ``groups`` experts receives when ``tokens`` tokens pick their top ``top_k`` of
+    random logits plus a per-expert bias of standard deviation ``skew`` (0: uniform routing)."""
+    gen = torch.Generator(device="cuda").manual_seed(54)
+    logits = torch.randn(tokens, groups, device="cuda", generator=gen)
+    logits += skew * torch.randn(groups, device="cuda", generator=gen)
+    picks = logits.topk(top_k, dim=1).indices.flatten()
+    return torch.bincount(picks, minlength=groups)
+
+
+def grouped_ragged(torch, ctx, res):
+    """``torch._grouped_mm`` over the uneven groups of top-8 routing (skew 0, 0.5, 1.0) against equal groups
+    of the same rows, at Qwen3-30B-A3B's and DeepSeek-V3's expert shapes, 32 and 128 experts."""
+    tm = ctx["timer"]
+    res.update(failed=[], cases={})
+    for model in ("qwen3-30b-a3b", "deepseek-v3"):
+        h, f = EXPERT_SHAPES[model]
+        for g, tokens in ((32, 2048), (128, 8192)):
+            for skew in (0.0, 0.5, 1.0):
+                case = f"{model}-fc1-g{g}-t{tokens}-skew{skew}"
+                if ctx["over"]():
+                    res["failed"].append(f"{case}: budget spent")
+                    continue
+                try:
+                    sizes = _routed_sizes(torch, tokens, g, skew, top_k=8)
+                    m = int(sizes.sum())
+                    a = torch.randn(m, h, device="cuda").to(torch.bfloat16)
+                    b = torch.randn(g, 2 * f, h, device="cuda").to(torch.bfloat16).transpose(-2, -1)
+                    offs = sizes.cumsum(0).to(torch.int32)
+                    even = torch.arange(m // g, m + 1, m // g, device="cuda", dtype=torch.int32)[:g]
+                    t_r = tm.warm(lambda a=a, b=b, o=offs: torch._grouped_mm(a, b, offs=o), reps=10, graph=True)
+                    t_e = tm.warm(lambda a=a, b=b, o=even: torch._grouped_mm(a, b, offs=o), reps=10, graph=True)
+                except Exception as exc:  # noqa: BLE001
+                    res["failed"].append(f"{case}: {exc!r}"[:300])
+                    continue
+                sz = sizes.tolist()
+                res["cases"][case] = {"rows": m, "max_rows": max(sz), "min_rows": min(sz), "sizes": sz,
+                                      "ragged_us": round(t_r * 1e6, 2), "even_us": round(t_e * 1e6, 2)}
+                ctx["add"](id=f"{ctx['tag']}-{case}-ragged", kind="gemm_grouped", implementation="cutlass",
+                           dtype="bf16", m=m, n=2 * f, k=h, groups=g,
+                           measured_value=f"{2.0 * m * h * 2 * f / t_r / 1e12:.5g}", measured_unit="TFLOP/s",
+                           note=f"torch._grouped_mm, top-8 routing with expert skew {skew}: groups of {min(sz)}-"
+                                f"{max(sz)} rows (ragged), one CUDA graph; {t_r * 1e6:.1f} us; equal groups "
+                                f"{t_e * 1e6:.1f} us")
+
+
+def grouped_wgrad(torch, ctx, res):
+    """An MoE layer's weight gradient as one kernel: ``torch._grouped_mm`` of x^T (k, M) and dy (M, n) with
+    the groups along M, out (groups, k, n), against one dense (k, M) x (M, n) GEMM, at the ``grouped``
+    cases with 512 and 2,048 rows a group."""
+    tm = ctx["timer"]
+    res.update(failed=[], cases={})
+    for model, proj, g, r, k, n in _expert_gemms():
+        if r == 128:
+            continue
+        case = f"{model}-{proj}-g{g}-r{r}"
+        if ctx["over"]():
+            res["failed"].append(f"{case}: budget spent")
+            continue
+        flops = 2.0 * g * r * k * n
+        try:
+            x = torch.randn(g * r, k, device="cuda").to(torch.bfloat16)
+            dy = torch.randn(g * r, n, device="cuda").to(torch.bfloat16)
+            offs = torch.arange(r, g * r + 1, r, device="cuda", dtype=torch.int32)
+            reps = max(2, min(10, int(1e12 / flops)))
+            t_w = tm.warm(lambda x=x, d=dy, o=offs: torch._grouped_mm(x.t(), d, offs=o), reps=reps, graph=True)
+            t_d = tm.warm(lambda x=x, d=dy: torch.mm(x.t(), d), reps=reps, graph=True)
+        except Exception as exc:  # noqa: BLE001
+            res["failed"].append(f"{case}: {exc!r}"[:300])
+            continue
+        res["cases"][case] = {"wgrad_us": round(t_w * 1e6, 2), "dense_us": round(t_d * 1e6, 2),
+                              "grouped_of_dense": round(t_d / t_w, 4)}
+        ctx["add"](id=f"{ctx['tag']}-{case}-wgrad", kind="gemm_grouped", implementation="cutlass", dtype="bf16",
+                   m=k, n=n, k=g * r, groups=g, measured_value=f"{flops / t_w / 1e12:.5g}", measured_unit="TFLOP/s",
+                   note=f"torch._grouped_mm weight gradient, groups along the reduction ({r} rows each), "
+                        f"{model} {proj}, one CUDA graph; {t_w * 1e6:.1f} us; dense (k, M) x (M, n) "
+                        f"{t_d * 1e6:.1f} us; m, n, k here are the output's k x n and the summed rows")
+
+
+FUNCS = {"packages": packages, "attn_dropout": attn_dropout, "grouped": grouped, "grouped_fp8": grouped_fp8,
+         "grouped_graph": grouped_graph, "grouped_ragged": grouped_ragged, "grouped_wgrad": grouped_wgrad}
 
 
 def _digest(report: dict) -> dict:
@@ -253,7 +387,10 @@ def _digest(report: dict) -> dict:
     return {"packages": secs.get("packages", {}).get("versions"),
             "dropout_ratio": secs.get("attn_dropout", {}).get("ratio"),
             "grouped_of_dense": {c: v["grouped_of_dense"] for c, v in grp.items() if "-r2048" in c or "-r512" in c},
-            "fp8_cases": len(secs.get("grouped_fp8", {}).get("cases", {}))}
+            "fp8_cases": len(secs.get("grouped_fp8", {}).get("cases", {})),
+            "graph_cases": len(secs.get("grouped_graph", {}).get("cases", {})),
+            "ragged": {c: (v["ragged_us"], v["even_us"]) for c, v in secs.get("grouped_ragged", {}).get("cases", {}).items()},
+            "wgrad": {c: v["grouped_of_dense"] for c, v in secs.get("grouped_wgrad", {}).get("cases", {}).items()}}
 
 
 def main(argv: list[str] | None = None) -> int:
