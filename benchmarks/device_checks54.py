@@ -21,6 +21,9 @@ Sections (each guarded as in ``device_checks.py``, whose timer and row helpers i
 ``grouped_graph`` the ``grouped`` cases as CUDA graphs (no host): ``torch._grouped_mm``, one ``torch.mm`` a
     group on one stream (``loop``) and round-robin on 4 (``multi_stream``, Transformer Engine's GroupedLinear).
 ``grouped_ragged`` uneven groups from top-8 routing of random logits (expert skew 0, 0.5, 1) against equal ones.
+``attn_grid``  cuDNN and FA2 through SDPA, causal, dropout 0 and 0.1, batch 1-4 x 4-32 heads x 2,048-16,384
+    tokens x head dims 64, 128 and MLA's 192 (q, k) / 128 (v): small-head grids below a wave of SMs (SimuMax's
+    4-8-head rows) and the dropout factor's spread.
 ``grouped_wgrad`` the weight gradient as one ``torch._grouped_mm`` with the groups along the reduction.
 ``grouped_fp8`` ``torch._scaled_grouped_mm`` with row-wise scales, fast accumulation off and on, at
     three of those shapes: ``grouped.FP8_SERIAL_PROMOTION``'s claim that the slow-accumulation kernel
@@ -58,6 +61,7 @@ SECTIONS = {"packages": (2, "versions of " + ", ".join(PACKAGES)),
             "grouped_fp8": (25, f"{len(FP8_MODELS)} models x fc1/fc2 x groups x rows, fast accum off / on"),
             "grouped_graph": (40, "the grouped cases as CUDA graphs: _grouped_mm, a mm a group on 1 and 4 streams"),
             "grouped_ragged": (15, "top-8 routed (skew 0/0.5/1) vs equal groups, 2 models x 32/128 experts"),
+            "attn_grid": (90, "cuDNN / FA2 x dropout 0 / 0.1 over batch x heads x seq x head dims (MLA 192/128)"),
             "grouped_wgrad": (30, "weight gradients as one _grouped_mm (groups along M) vs one dense GEMM")}
 
 
@@ -377,7 +381,62 @@ def grouped_wgrad(torch, ctx, res):
                         f"{t_d * 1e6:.1f} us; m, n, k here are the output's k x n and the summed rows")
 
 
-FUNCS = {"packages": packages, "attn_dropout": attn_dropout, "grouped": grouped, "grouped_fp8": grouped_fp8,
+GRID_SEQS, GRID_HEADS, GRID_BATCHES = (2048, 4096, 16384), (4, 8, 16, 32), (1, 2, 4)
+GRID_DIMS = ((64, 64), (128, 128), (192, 128))  # (qk head dim, v head dim); 192 / 128 is MLA's
+
+
+def _grid_cases():
+    """(batch, seq, heads, d_qk, d_v) of ``attn_grid``: at most 32k tokens and 64 batch x heads."""
+    return [(b, s, h, dq, dv) for s in GRID_SEQS for h in GRID_HEADS for b in GRID_BATCHES for dq, dv in GRID_DIMS
+            if b * s <= 32768 and b * h <= 64]
+
+
+def _time_sdpa(torch, tm, backend, qkv, p):
+    """Seconds of a causal SDPA call on ``backend`` with dropout ``p``: forward, and forward + backward."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def fwd():
+        with sdpa_kernel([getattr(SDPBackend, backend)]):
+            return sdpa(*qkv, is_causal=True, dropout_p=p)
+    go = torch.randn_like(fwd())
+    return tm.warm(lambda: fwd().detach(), reps=5), tm.warm(lambda: torch.autograd.grad(fwd(), qkv, go), reps=5)
+
+
+def attn_grid(torch, ctx, res):
+    """SDPA's cuDNN and FA2 backends, causal, dropout 0 and 0.1, over batch x heads x sequence x head dims
+    (small grids below one wave of SMs; MLA's 192 / 128 where the backend takes it): each call's time."""
+    tm = ctx["timer"]
+    res.update(failed=[], times={})
+    for b, s, h, dq, dv in _grid_cases():
+        qkv = tuple(torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                    for d in (dq, dq, dv))
+        for backend, impl in (("CUDNN_ATTENTION", "cudnn"), ("FLASH_ATTENTION", "flash2")):
+            for p in DROPOUTS:
+                case = f"{impl}-b{b}-s{s}-h{h}-d{dq}x{dv}-p{p}"
+                if ctx["over"]():
+                    res["failed"].append(f"{case}: budget spent")
+                    continue
+                try:
+                    tf, tfb = _time_sdpa(torch, tm, backend, qkv, p)
+                except Exception as exc:  # noqa: BLE001
+                    res["failed"].append(f"{case}: {exc!r}"[:200])
+                    continue
+                res["times"][case] = {"fwd_us": round(tf * 1e6, 2), "fwd_bwd_us": round(tfb * 1e6, 2)}
+                if p == 0.0:
+                    flops = 2 * b * s * s * h * (dq + dv) * 0.5
+                    cells = {"implementation": impl, "dtype": "bf16", "batch": b, "seq_len": s, "heads": h,
+                             "kv_heads": h, "head_dim": dq, "causal": 1, "measured_unit": "TFLOP/s"}
+                    how = f"SDPA, causal, v head dim {dv}, eager calls between two events, median of 3 x 5"
+                    ctx["add"](id=f"{ctx['tag']}-{case}-fwd", kind="attention_fwd",
+                               measured_value=f"{flops / tf / 1e12:.5g}", note=f"{how}; {tf * 1e6:.1f} us", **cells)
+                    if tfb > tf:
+                        ctx["add"](id=f"{ctx['tag']}-{case}-bwd", kind="attention_bwd",
+                                   measured_value=f"{2.5 * flops / (tfb - tf) / 1e12:.5g}",
+                                   note=f"{how}; forward + backward minus forward, {(tfb - tf) * 1e6:.1f} us", **cells)
+
+
+FUNCS = {"packages": packages, "attn_grid": attn_grid, "attn_dropout": attn_dropout, "grouped": grouped, "grouped_fp8": grouped_fp8,
          "grouped_graph": grouped_graph, "grouped_ragged": grouped_ragged, "grouped_wgrad": grouped_wgrad}
 
 
