@@ -62,6 +62,7 @@ SECTIONS = {"packages": (2, "versions of " + ", ".join(PACKAGES)),
             "grouped_graph": (40, "the grouped cases as CUDA graphs: _grouped_mm, a mm a group on 1 and 4 streams"),
             "grouped_ragged": (15, "top-8 routed (skew 0/0.5/1) vs equal groups, 2 models x 32/128 experts"),
             "attn_grid": (90, "cuDNN / FA2 x dropout 0 / 0.1 over batch x heads x seq x head dims (MLA 192/128)"),
+            "attn_grid_graph": (90, "attn_grid with CUDA-graph replays (no host)"),
             "grouped_wgrad": (30, "weight gradients as one _grouped_mm (groups along M) vs one dense GEMM")}
 
 
@@ -391,8 +392,9 @@ def _grid_cases():
             if b * s <= 32768 and b * h <= 64]
 
 
-def _time_sdpa(torch, tm, backend, qkv, p):
-    """Seconds of a causal SDPA call on ``backend`` with dropout ``p``: forward, and forward + backward."""
+def _time_sdpa(torch, tm, backend, qkv, p, graph=False):
+    """Seconds of a causal SDPA call on ``backend`` with dropout ``p``: forward, and forward + backward
+    (eager calls, or replays of one CUDA graph of them: the GPU's time without the host's)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     sdpa = torch.nn.functional.scaled_dot_product_attention
 
@@ -400,10 +402,17 @@ def _time_sdpa(torch, tm, backend, qkv, p):
         with sdpa_kernel([getattr(SDPBackend, backend)]):
             return sdpa(*qkv, is_causal=True, dropout_p=p)
     go = torch.randn_like(fwd())
-    return tm.warm(lambda: fwd().detach(), reps=5), tm.warm(lambda: torch.autograd.grad(fwd(), qkv, go), reps=5)
+    return (tm.warm(lambda: fwd().detach(), reps=5, graph=graph),
+            tm.warm(lambda: torch.autograd.grad(fwd(), qkv, go), reps=5, graph=graph))
 
 
-def attn_grid(torch, ctx, res):
+def attn_grid_graph(torch, ctx, res):
+    """``attn_grid`` with each timing a CUDA graph's replays: run 3's eager small grids were the host's
+    time (SDPA's dispatch, ~20-100 us a call), not the kernels'."""
+    attn_grid(torch, ctx, res, graph=True)
+
+
+def attn_grid(torch, ctx, res, graph=False):
     """SDPA's cuDNN and FA2 backends, causal, dropout 0 and 0.1, over batch x heads x sequence x head dims
     (small grids below one wave of SMs; MLA's 192 / 128 where the backend takes it): each call's time."""
     tm = ctx["timer"]
@@ -418,7 +427,7 @@ def attn_grid(torch, ctx, res):
                     res["failed"].append(f"{case}: budget spent")
                     continue
                 try:
-                    tf, tfb = _time_sdpa(torch, tm, backend, qkv, p)
+                    tf, tfb = _time_sdpa(torch, tm, backend, qkv, p, graph)
                 except Exception as exc:  # noqa: BLE001
                     res["failed"].append(f"{case}: {exc!r}"[:200])
                     continue
@@ -427,7 +436,9 @@ def attn_grid(torch, ctx, res):
                     flops = 2 * b * s * s * h * (dq + dv) * 0.5
                     cells = {"implementation": impl, "dtype": "bf16", "batch": b, "seq_len": s, "heads": h,
                              "kv_heads": h, "head_dim": dq, "causal": 1, "measured_unit": "TFLOP/s"}
-                    how = f"SDPA, causal, v head dim {dv}, eager calls between two events, median of 3 x 5"
+                    how = (f"SDPA, causal, v head dim {dv}, "
+                           f"{'one CUDA graph of 5 calls' if graph else 'eager calls'} between two events, median of 3")
+                    case = case + ("-graph" if graph else "")
                     ctx["add"](id=f"{ctx['tag']}-{case}-fwd", kind="attention_fwd",
                                measured_value=f"{flops / tf / 1e12:.5g}", note=f"{how}; {tf * 1e6:.1f} us", **cells)
                     if tfb > tf:
@@ -436,7 +447,7 @@ def attn_grid(torch, ctx, res):
                                    note=f"{how}; forward + backward minus forward, {(tfb - tf) * 1e6:.1f} us", **cells)
 
 
-FUNCS = {"packages": packages, "attn_grid": attn_grid, "attn_dropout": attn_dropout, "grouped": grouped, "grouped_fp8": grouped_fp8,
+FUNCS = {"packages": packages, "attn_grid": attn_grid, "attn_grid_graph": attn_grid_graph, "attn_dropout": attn_dropout, "grouped": grouped, "grouped_fp8": grouped_fp8,
          "grouped_graph": grouped_graph, "grouped_ragged": grouped_ragged, "grouped_wgrad": grouped_wgrad}
 
 
