@@ -36,3 +36,26 @@ def test_grouped_cases_are_expert_shapes_within_the_cap(dc54):
         h, f = dc54.EXPERT_SHAPES[model]
         assert (k, n) == ((h, 2 * f) if proj == "fc1" else (f, h))  # gated fc1: gate and up in one weight
     assert len({(m, p) for m, p, *_ in cases}) == 2 * len(dc54.EXPERT_SHAPES)
+
+
+RUN = BENCH / "h200_2026-11-28_s54"
+
+
+@pytest.mark.parametrize(("run", "section"), [("run3", "attn_grid"), ("run4", "attn_grid_graph")])
+def test_committed_attention_rows_are_the_json_times(run, section):
+    """Every attention row of a committed run is its JSON's time turned into TFLOP/s: forward at
+    2 b s^2 h (d_qk + d_v) / 2, backward at 2.5x that over (forward + backward - forward)."""
+    import csv
+    import json
+    rep = json.loads((RUN / run / "device_checks54.json").read_text())
+    times = rep["sections"][section]["times"]
+    rows = [r for r in csv.DictReader((RUN / run / "kernels.csv").open()) if r["kind"].startswith("attention")]
+    assert len(rows) == 300 and len(times) == 300
+    for r in rows:
+        case = r["id"].removeprefix("dc54-h200-").rsplit("-", 1)[0].removesuffix("-graph")
+        t = times[case]
+        dq, dv = (int(x) for x in case.split("-d")[1].split("-")[0].split("x"))
+        b, s, h = (int(r[c]) for c in ("batch", "seq_len", "heads"))
+        flops = b * s * s * h * (dq + dv)
+        us = t["fwd_us"] if r["kind"] == "attention_fwd" else (t["fwd_bwd_us"] - t["fwd_us"]) / 2.5
+        assert float(r["measured_value"]) == pytest.approx(flops / us / 1e6, rel=2e-3)
