@@ -24,6 +24,8 @@ Sections (each guarded as in ``device_checks.py``, whose timer and row helpers i
 ``attn_grid``  cuDNN and FA2 through SDPA, causal, dropout 0 and 0.1, batch 1-4 x 4-32 heads x 2,048-16,384
     tokens x head dims 64, 128 and MLA's 192 (q, k) / 128 (v): small-head grids below a wave of SMs (SimuMax's
     4-8-head rows) and the dropout factor's spread.
+``moe_block``  a dropless MoE layer's forward after its router with one grouped kernel a projection (torchtitan's
+    way), at seven layer shapes incl. VeOmni's and Liger's published ones: eager and as a CUDA graph.
 ``grouped_wgrad`` the weight gradient as one ``torch._grouped_mm`` with the groups along the reduction.
 ``grouped_fp8`` ``torch._scaled_grouped_mm`` with row-wise scales, fast accumulation off and on, at
     three of those shapes: ``grouped.FP8_SERIAL_PROMOTION``'s claim that the slow-accumulation kernel
@@ -52,6 +54,11 @@ GROUPS, ROWS = (8, 32, 128), (128, 512, 2048)
 MAX_ROWS = 65536
 FP8_MODELS = ("qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b")
 PACKAGES = ("transformer_engine", "flash_attn", "deepspeed", "apex", "triton", "transformers")
+MOE_CASES = (  # (label, tokens, hidden, expert ffn, experts, top k)
+    ("qwen3-30b-a3b-t4096", 4096, 2048, 768, 128, 8), ("qwen3-30b-a3b-t16384", 16384, 2048, 768, 128, 8),
+    ("qwen3-30b-a3b-t32768", 32768, 2048, 768, 128, 8), ("veomni-e512-t32768", 32768, 2048, 512, 512, 10),
+    ("deepseek-v3-ep8-t8192", 8192, 7168, 2048, 32, 8), ("mixtral-8x7b-t8192", 8192, 4096, 14336, 8, 2),
+    ("gpt-oss-120b-ep4-t8192", 8192, 2880, 2880, 32, 4))
 START_S = 25
 SECTIONS = {"packages": (2, "versions of " + ", ".join(PACKAGES)),
             "attn_dropout": (45, (f"{len(ATTN_CASES)} GQA cases x SDPA/TE/flash-attn x dropout {DROPOUTS}, "
@@ -63,6 +70,7 @@ SECTIONS = {"packages": (2, "versions of " + ", ".join(PACKAGES)),
             "grouped_ragged": (15, "top-8 routed (skew 0/0.5/1) vs equal groups, 2 models x 32/128 experts"),
             "attn_grid": (90, "cuDNN / FA2 x dropout 0 / 0.1 over batch x heads x seq x head dims (MLA 192/128)"),
             "attn_grid_graph": (90, "attn_grid with CUDA-graph replays (no host)"),
+            "moe_block": (40, f"{len(MOE_CASES)} MoE layer shapes: permute, grouped fc1/fc2, unpermute; eager, graph"),
             "grouped_wgrad": (30, "weight gradients as one _grouped_mm (groups along M) vs one dense GEMM")}
 
 
@@ -447,7 +455,67 @@ def attn_grid(torch, ctx, res, graph=False):
                                    note=f"{how}; forward + backward minus forward, {(tfb - tf) * 1e6:.1f} us", **cells)
 
 
-FUNCS = {"packages": packages, "attn_grid": attn_grid, "attn_grid_graph": attn_grid_graph, "attn_dropout": attn_dropout, "grouped": grouped, "grouped_fp8": grouped_fp8,
+def _moe_forward(torch, x, experts, weights, w1, w2):
+    """A dropless MoE layer's forward after its router, as torchtitan writes it with one grouped kernel:
+    sort the (token, choice) pairs by expert, gather the rows, gated fc1 and fc2 as ``torch._grouped_mm``
+    over the experts' row counts, and sum each token's weighted outputs back."""
+    flat = experts.flatten()
+    order = flat.argsort(stable=True)
+    counts = torch.zeros(w1.shape[0], device=flat.device, dtype=torch.int64).index_add_(0, flat, torch.ones_like(flat))
+    offs = counts.cumsum(0).to(torch.int32)  # no bincount: its output size is a host sync, which a graph refuses
+    rows = x.index_select(0, order // experts.shape[1])
+    gate, up = torch._grouped_mm(rows, w1, offs=offs).chunk(2, dim=-1)
+    out = torch._grouped_mm(torch.nn.functional.silu(gate) * up, w2, offs=offs)
+    out = out * weights.flatten()[order].unsqueeze(1).to(out.dtype)
+    return torch.zeros_like(x).index_add_(0, order // experts.shape[1], out)
+
+
+def _moe_reference(torch, x, experts, weights, w1, w2, n=256):
+    """The first ``n`` tokens' MoE outputs in fp32, one (token, choice) at a time: the numerics check."""
+    x, experts, weights = x[:n].float(), experts[:n], weights[:n]
+    out = torch.zeros_like(x)
+    for j in range(experts.shape[1]):
+        gate, up = torch.bmm(x.unsqueeze(1), w1[experts[:, j]].float()).squeeze(1).chunk(2, dim=-1)
+        act = (torch.nn.functional.silu(gate) * up).unsqueeze(1)
+        out += weights[:, j:j + 1] * torch.bmm(act, w2[experts[:, j]].float()).squeeze(1)
+    return out
+
+
+def moe_block(torch, ctx, res):
+    """``_moe_forward`` at five MoE models' layer shapes (a rank's experts), top-k of random logits
+    (uniform routing), bf16: eager calls and one CUDA graph's replays; the two grouped GEMMs alone."""
+    tm = ctx["timer"]
+    res.update(failed=[], cases={})
+    for label, t, h, f, e, k in MOE_CASES:
+        if ctx["over"]():
+            res["failed"].append(f"{label}: budget spent")
+            continue
+        try:
+            x = torch.randn(t, h, device="cuda", dtype=torch.bfloat16)
+            w1 = (torch.randn(e, 2 * f, h, device="cuda", dtype=torch.bfloat16) * 0.02).transpose(-2, -1)
+            w2 = (torch.randn(e, h, f, device="cuda", dtype=torch.bfloat16) * 0.02).transpose(-2, -1)
+            weights, experts = torch.randn(t, e, device="cuda").softmax(-1).topk(k, dim=-1)
+
+            def block(x=x, ex=experts, wt=weights, w1=w1, w2=w2):
+                return _moe_forward(torch, x, ex, wt, w1, w2)
+            ref = _moe_reference(torch, x, experts, weights, w1, w2)
+            err = float((block()[:len(ref)].float() - ref).abs().max() / ref.abs().max())
+            t_eager = tm.warm(block, reps=5)
+            t_graph = tm.warm(block, reps=5, graph=True)
+        except Exception as exc:  # noqa: BLE001
+            res["failed"].append(f"{label}: {exc!r}"[:300])
+            continue
+        flops = 2.0 * t * k * h * 3 * f
+        res["cases"][label] = {"eager_us": round(t_eager * 1e6, 2), "graph_us": round(t_graph * 1e6, 2),
+                               "rel_err": err, "tflops_graph": round(flops / t_graph / 1e12, 1)}
+        ctx["add"](id=f"{ctx['tag']}-moe-{label}", kind="moe_block", implementation="cutlass", dtype="bf16",
+                   tokens=t, hidden=h, ffn=f, experts=e, top_k=k, measured_value=f"{t_graph * 1e3:.5g}",
+                   measured_unit="ms",
+                   note=f"torch._grouped_mm dropless forward (argsort permute, gated fc1, silu, fc2, weighted "
+                        f"index_add), top-k of random logits, one CUDA graph; eager {t_eager * 1e6:.1f} us")
+
+
+FUNCS = {"packages": packages, "attn_grid": attn_grid, "moe_block": moe_block, "attn_grid_graph": attn_grid_graph, "attn_dropout": attn_dropout, "grouped": grouped, "grouped_fp8": grouped_fp8,
          "grouped_graph": grouped_graph, "grouped_ragged": grouped_ragged, "grouped_wgrad": grouped_wgrad}
 
 
