@@ -471,7 +471,8 @@ def _moe_forward(torch, x, experts, weights, w1, w2):
 
 
 def _moe_reference(torch, x, experts, weights, w1, w2, n=256):
-    """The first ``n`` tokens' MoE outputs in fp32, one (token, choice) at a time: the numerics check."""
+    """The first ``n`` tokens' MoE outputs in fp32, one (token, choice) at a time: the numerics check
+    (each token gathers its experts' weights, so ``n`` stays small for wide experts)."""
     x, experts, weights = x[:n].float(), experts[:n], weights[:n]
     out = torch.zeros_like(x)
     for j in range(experts.shape[1]):
@@ -483,7 +484,7 @@ def _moe_reference(torch, x, experts, weights, w1, w2, n=256):
 
 def moe_block(torch, ctx, res):
     """``_moe_forward`` at five MoE models' layer shapes (a rank's experts), top-k of random logits
-    (uniform routing), bf16: eager calls and one CUDA graph's replays; the two grouped GEMMs alone."""
+    (uniform routing), bf16: eager calls, one CUDA graph's replays, and the profiler's kernels."""
     tm = ctx["timer"]
     res.update(failed=[], cases={})
     for label, t, h, f, e, k in MOE_CASES:
@@ -498,16 +499,17 @@ def moe_block(torch, ctx, res):
 
             def block(x=x, ex=experts, wt=weights, w1=w1, w2=w2):
                 return _moe_forward(torch, x, ex, wt, w1, w2)
-            ref = _moe_reference(torch, x, experts, weights, w1, w2)
+            ref = _moe_reference(torch, x, experts, weights, w1, w2, n=max(8, min(256, 2 ** 29 // (h * f))))
             err = float((block()[:len(ref)].float() - ref).abs().max() / ref.abs().max())
             t_eager = tm.warm(block, reps=5)
             t_graph = tm.warm(block, reps=5, graph=True)
+            kern = _kernel_times(torch, block, steps=2)
         except Exception as exc:  # noqa: BLE001
             res["failed"].append(f"{label}: {exc!r}"[:300])
             continue
         flops = 2.0 * t * k * h * 3 * f
         res["cases"][label] = {"eager_us": round(t_eager * 1e6, 2), "graph_us": round(t_graph * 1e6, 2),
-                               "rel_err": err, "tflops_graph": round(flops / t_graph / 1e12, 1)}
+                               "rel_err": err, "tflops_graph": round(flops / t_graph / 1e12, 1), "kernels_us": kern}
         ctx["add"](id=f"{ctx['tag']}-moe-{label}", kind="moe_block", implementation="cutlass", dtype="bf16",
                    tokens=t, hidden=h, ffn=f, experts=e, top_k=k, measured_value=f"{t_graph * 1e3:.5g}",
                    measured_unit="ms",
