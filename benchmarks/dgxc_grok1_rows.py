@@ -49,9 +49,9 @@ LAYOUT = {8: (2, 4096, 4, 1, 1, 2, 1, 1024), 16: (4, 4096, 4, 1, 1, 4, 1, 1024),
           2048: (64, 8192, 4, 8, 2, 8, 8, 4096)}
 
 # grok1_314b.yaml model section (the shape columns)
-SHAPE = dict(hidden_size=6144, num_attention_heads=48, num_kv_heads=8, ffn_hidden_size=32768,
-             moe_ffn_hidden_size=32768, num_experts=8, moe_top_k=2, vocab_size=128256,
-             activation="swiglu", tied_embeddings=0)
+SHAPE = {"hidden_size": 6144, "num_attention_heads": 48, "num_kv_heads": 8,
+         "ffn_hidden_size": 32768, "moe_ffn_hidden_size": 32768, "num_experts": 8, "moe_top_k": 2,
+         "vocab_size": 128256, "activation": "swiglu", "tied_embeddings": 0}
 YAML_PHRASES = ("hidden_size: 6144", "ffn_hidden_size: 32768", "num_attention_heads: 48",
                 "num_query_groups: 8", "num_moe_experts: 8", "moe_router_topk: 2",
                 "activation: fast-geglu", "share_embeddings_and_output_weights: false",

@@ -33,27 +33,29 @@ RELEASES = {
                {"bf16": (53, (15.563, 15.444, 15.519, 15.603, 15.898)),
                 "fp8": (60, (9.074, 9.488, 9.244, 9.483, 9.339))}),
 }
+CONTAINER = {"llama2": "ghcr.io/nvidia/jax:maxtext-2024-12-09",
+             "llama3": "nvcr.io/nvidia/jax:25.01-maxtext-py3"}
 TITLE = {"llama2": "Maxtext LLama2 70b", "llama3": "Maxtext Llama3 70b"}
 MBS = 2  # configure.sh MBS=2: per_device_batch_size, so GBS = 2 x GPUs
 
 # remat policy per release and dtype: (trainsim recompute, recompute_modules, why)
 REMAT = {
     ("llama2", "bf16"): ("selective", "core_attn;mlp",
-                         "remat_policy=custom with query_proj, key_proj, value_proj, qkv_proj, "
-                         "out_proj and mlpwo saved on device (configure.sh CONFIG_OVERRIDES; "
-                         "POLICY save_dot_except_mlpwi): the attention context and the MLP's "
-                         "input projections (mlpwi, gate and up) with their activation are "
-                         "re-run, the output projection mlpwo is not; written core_attn;mlp, "
-                         "which also re-runs fc2 (an upper bound)"),
+                         ("remat_policy=custom with query_proj, key_proj, value_proj, qkv_proj, "
+                          "out_proj and mlpwo saved on device (configure.sh CONFIG_OVERRIDES; "
+                          "POLICY save_dot_except_mlpwi): the attention context and the MLP's "
+                          "input projections (mlpwi, gate and up) with their activation are "
+                          "re-run, the output projection mlpwo is not; written core_attn;mlp, "
+                          "which also re-runs fc2 (an upper bound)")),
     ("llama2", "fp8"): ("selective", "core_attn;mlp",
-                        "remat_policy=custom with query_proj, key_proj, value_proj, qkv_proj and "
-                        "out_proj saved on device (POLICY save_dot_except_mlp): the attention "
-                        "context and the whole MLP re-run: core_attn;mlp"),
+                        ("remat_policy=custom with query_proj, key_proj, value_proj, qkv_proj "
+                         "and out_proj saved on device (POLICY save_dot_except_mlp): the "
+                         "attention context and the whole MLP re-run: core_attn;mlp")),
     ("llama3", "bf16"): ("full", "",
-                         "remat_policy=save_qkv_proj (configure.sh POLICY, no custom override): "
-                         "only the q/k/v projections' outputs kept, every other op of the layer "
-                         "re-run; written full (which re-runs the q/k/v GEMMs too: an upper "
-                         "bound)"),
+                         ("remat_policy=save_qkv_proj (configure.sh POLICY, no custom "
+                          "override): only the q/k/v projections' outputs kept, every other op "
+                          "of the layer re-run; written full (which re-runs the q/k/v GEMMs "
+                          "too: an upper bound)")),
 }
 REMAT[("llama3", "fp8")] = REMAT[("llama3", "bf16")]
 
@@ -106,8 +108,7 @@ def rows() -> list[dict[str, object]]:
                           + f"{why}; XLA latency-hiding scheduler with a PGLE profile and "
                           "pipelined all-gather / reduce-scatter / all-reduce (collectives "
                           "overlapped by XLA; no option cell: the fallback's own overlap); "
-                          f"container {'ghcr.io/nvidia/jax:maxtext-2024-12-09' if model == 'llama2' else 'nvcr.io/nvidia/jax:25.01-maxtext-py3'}"
-                          " (setup.sh); DGX H100, 8 GPUs a node, 400 Gb/s per GPU (inferred: the "
+                          f"container {CONTAINER[model]} (setup.sh); DGX H100, 8 GPUs a node, 400 Gb/s per GPU (inferred: the "
                           "README names only 'H100 GPUs')"))
                 out.append(r)
     return out
@@ -156,6 +157,8 @@ def check() -> list[str]:
         if f"export MODEL={model}" not in launch:
             bad.append(f"{model} launch.sh: MODEL")
         fw = {"2024-12-09": "2024.12.09", "2025-01": "25.01"}[image]
+        if CONTAINER[model].replace("/", "#", 1) not in setup:
+            bad.append(f"{model} setup.sh: no {CONTAINER[model]}")
         if f"export FW_VERSION={fw}" not in launch:
             bad.append(f"{model} launch.sh: FW_VERSION not {fw}")
     return bad
