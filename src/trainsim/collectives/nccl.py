@@ -19,9 +19,10 @@ otherwise. We do the same:
   NVLS+tree across nodes; CollNet (in-network reduction, needs SHARP switches); PAT (all_gather
   / reduce_scatter with one rank per node, NCCL >= 2.23: log-depth plus a linear part per rank,
   3/4 of the ring's bandwidth); direct all_to_all.
-* two costs beyond latency + bytes / bandwidth live in ``collectives.scale_terms``: the fill of
-  the one-node NVLS all_reduce kernel's three-stage pipeline, and the network rate a ring or
-  tree loses per doubling of the nodes it spans beyond two (fitted by
+* three costs beyond latency + bytes / bandwidth live in ``collectives.scale_terms``: the fill of
+  the one-node NVLS all_reduce kernel's three-stage pipeline, the fill of a ring broadcast's or
+  reduce's chain (a whole chunk held at every network hop, and every hop under Simple), and the
+  network rate a ring or tree loses per doubling of the nodes it spans beyond two (fitted by
   ``benchmarks/fit_collectives.py``).
 """
 
@@ -381,8 +382,13 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
                 and size / n >= PLATEAU_MIN_BYTES_PER_RANK):
             lat *= RING_PLATEAU_FACTOR
         bw = _ring_busbw(span, f) * eff
-        return lat * 1e-6 + factor * size / (min(bw, ll_max_busbw_Bps(span, f))
-                                             if proto == "LL" else bw)
+        if proto == "LL":
+            bw = min(bw, ll_max_busbw_Bps(span, f))
+        fill = 0.0
+        if kind in ("broadcast", "reduce"):  # a chain from (to) the root: it fills
+            forwarding = inter_steps + (steps - inter_steps if proto == "Simple" else 0)
+            fill = scale_terms.chain_fill_s(size, proto, eff, forwarding, k, bw)
+        return lat * 1e-6 + factor * size / bw + fill
     if algo == "pat" and proto != "Simple":
         return math.inf  # NCCL runs PAT with the Simple protocol only (tuning.cc, NCCL 2.23)
     if algo == "pat":

@@ -1,6 +1,8 @@
 """Two costs of an NCCL collective beyond its latency and its bytes at the link rate.
 
 * NVLS pipeline fill (``nvls_fill_bytes``): structural, from NCCL's own kernel and chunking.
+* Chain fill (``chain_fill_s``): a ring broadcast's or reduce's first chunk forwarded whole at
+  every network hop (and every hop under Simple); structural, from NCCL's buffers and proxy.
 * EFA (``EFA_HOP_US``, ``EFA_BW_SHARE``): what a network hop and the NIC rate cost more on
   AWS's Elastic Fabric Adapter than on InfiniBand; two constants fitted on published p5 runs.
 * Fabric scale (``fabric_scale_share``): a ring's (or tree's) network rate falls by a
@@ -59,6 +61,60 @@ def nvls_fill_bytes(size: float, k: int, compute_capability: int | None) -> floa
     """Bytes' worth of time a one-node NVLS all_reduce of ``size`` spends filling and draining
     its pipeline: ``NVLS_FILL_LOOPS`` loops, or that many copies of a buffer smaller than one."""
     return NVLS_FILL_LOOPS * min(size, nvls_loop_bytes(size, k, compute_capability))
+
+
+NCCL_STEP_WIRE_BYTES = {"LL": 8 * 512 * 16, "LL128": 120 * 640 * 8, "Simple": 2**22 // 8}
+"""Bytes one NCCL step occupies on the wire, by protocol: the protocol's buffer over NCCL_STEPS
+(8). NVIDIA/nccl src/init.cc v2.14.3-1 L475-477 (v2.27.3-1 L618-620, unchanged):
+``DEFAULT_LL_BUFFSIZE`` = NCCL_LL_LINES_PER_THREAD (8) x NCCL_LL_MAX_NTHREADS (512) x
+NCCL_STEPS x 16-byte lines (64 KiB a step, half of it data), ``DEFAULT_LL128_BUFFSIZE`` =
+NCCL_LL128_ELEMS_PER_THREAD (120) x NCCL_LL128_MAX_NTHREADS (640) x NCCL_STEPS x 8 bytes
+(600 KiB a step, 120 of every 128 bytes data), ``DEFAULT_BUFFSIZE`` 4 MiB (Simple: 512 KiB a
+step). A ring broadcast or reduce moves one step a chunk (src/collectives/device/broadcast.h
+L19: ``calcBytePerStep() x BROADCAST_CHUNKSTEPS`` (1); L33-41: the chunk shrinks to the channel's
+share of a smaller message)."""
+
+CHAIN_CHANNELS_PER_NIC = 2
+"""Channels that share one NIC in a ring that spans nodes: NCCL's graph search lays one ring
+per NIC and ``ncclTopoPostset`` runs every searched ring twice (src/graph/connect.cc v2.14.3-1
+L294-299, v2.27.3-1 L452: ``nChannels = std::min(MAXCHANNELS, nChannels*2)``). Read with one
+NIC a GPU (``cluster.nic_bw_Bps`` is per GPU): ``2 x per_node`` channels a node. (Hopper and
+later double once more below 16 channels, connect.cc v2.27.3-1 L466; eight NICs a node already
+make 16. Inside one node the count comes from the NVLink search instead; the same
+``2 x per_node`` is used there, where only Simple's chain pays a fill.)"""
+
+
+def chain_fill_s(size: float, proto: str, payload: float, forwarding_hops: int,
+                 per_node: int, bw_Bps: float) -> float:
+    """Seconds a pipelined chain (NCCL's ring broadcast and reduce) spends filling, beyond its
+    bytes at ``bw_Bps`` (the rate its bytes term uses) and its hops' latencies.
+
+    A channel's chain moves its L chunks through h hops that each hold a whole chunk before
+    passing it on in (L + h - 1) chunk times, not L: the first chunk must reach the last rank.
+    Which hops hold a whole chunk is NCCL's code, not a choice (``forwarding_hops``):
+
+    * a network hop, under every protocol: the sending GPU posts a step to its proxy only once
+      it has written all of it (src/collectives/device/prims_ll128.h v2.14.3-1 L299 the step's
+      size, L319 ``postSend`` after the whole step; prims_simple.h L177-208 per slice), and the
+      proxy hands the NIC whole steps (src/transport/net.cc v2.14.3-1 ``sendProxyProgress``
+      L855-890: LL128 waits on the GPU's tail, LL on every line's flag);
+    * an NVLink hop under Simple: the receiver waits on the sender's slice flag (prims_simple.h
+      L177 ``waitPeer``, L208 ``postPeer``), and a broadcast's slice is its chunk
+      (BROADCAST_SLICESTEPS = BROADCAST_CHUNKSTEPS = 1, likewise reduce's, src/include/
+      collectives.h v2.14.3-1 L118-121). LL and LL128 pass their 8- and 128-byte lines on as
+      they land over NVLink: the hop latency covers them.
+
+    A chunk is ``min(step payload, size / channels)`` (``NCCL_STEP_WIRE_BYTES`` x ``payload``,
+    ``2 x per_node`` channels, ``CHAIN_CHANNELS_PER_NIC``), and a channel streams at
+    ``bw_Bps / channels``: each forwarding hop after the first adds ``min(step payload x
+    channels, size) / bw_Bps``. Ring all-reduce, all-gather and reduce-scatter pay nothing of
+    this: every rank sends a chunk of its own from the first step, so no rank waits for the
+    ring to fill."""
+    if forwarding_hops < 2:
+        return 0.0
+    channels = CHAIN_CHANNELS_PER_NIC * max(per_node, 1)
+    chunk_all = min(NCCL_STEP_WIRE_BYTES[proto] * payload * channels, size)
+    return (forwarding_hops - 1) * chunk_all / bw_Bps
 
 
 FABRIC_DOUBLING_COST = 0.056
