@@ -53,7 +53,7 @@ from trainsim.priced import Priced
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.errata import corrected_file
 from trainsim.validate.training import predict_training_row, row_config
-from trainsim.workload.sharding import ZERO3_PERSISTENCE_THRESHOLD, _rank_tensors
+from trainsim.workload.sharding import ZERO3_PERSISTENCE_THRESHOLD, rank_tensors
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = ("deepspeed", "megatron-deepspeed")
@@ -203,7 +203,7 @@ def replay_row(row: dict[str, str]) -> None:
     cfg = row_config(row)
     if cfg.parallel.zero3_gather != "per_block":  # not the v0.6+ coordinator
         return
-    tensors = [n for n, _ in _rank_tensors(cfg, [0]) if n >= ZERO3_PERSISTENCE_THRESHOLD]
+    tensors = [n for n, _ in rank_tensors(cfg, [0]) if n >= ZERO3_PERSISTENCE_THRESHOLD]
     vocab = cfg.model.vocab_size * cfg.model.hidden_size / cfg.parallel.tp
     out = []
     for label, (live, reuse) in GATES.items():
@@ -264,7 +264,7 @@ def prefetch_2021() -> None:
     errs: dict[str, list[float]] = collections.defaultdict(list)
     for r in rows:
         cfg = row_config(r)
-        tensors = [n for n, _ in _rank_tensors(cfg, [0]) if n >= ZERO3_PERSISTENCE_THRESHOLD]
+        tensors = [n for n, _ in rank_tensors(cfg, [0]) if n >= ZERO3_PERSISTENCE_THRESHOLD]
         vocab = cfg.model.vocab_size * cfg.model.hidden_size / cfg.parallel.tp
         base = parts(r)
         if base is None:

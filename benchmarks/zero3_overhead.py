@@ -50,7 +50,7 @@ from trainsim.workload.ops import DTYPE_BYTES, Comm
 from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import (
     ZERO3_PERSISTENCE_THRESHOLD,
-    _rank_tensors,
+    rank_tensors,
     _released_after_recompute,
 )
 
@@ -151,7 +151,7 @@ def priced_parts(cfg: RunConfig) -> Parts:
     bwd = pricer.price(backward_of(fwd_ops, sh)).duration_s
     hf = head_forward(cfg, sh)
     head = pricer.price(hf).duration_s + pricer.price(head_backward(cfg, sh, hf)).duration_s
-    tensors = [e for e, _ in _rank_tensors(cfg, [1])]
+    tensors = [e for e, _ in rank_tensors(cfg, [1])]
     big = [e for e in tensors if e >= ZERO3_PERSISTENCE_THRESHOLD]
     again = [e for e, _ in _released_after_recompute(cfg, [1])
              if e >= ZERO3_PERSISTENCE_THRESHOLD]
@@ -168,7 +168,7 @@ def analyse(row: dict[str, str]) -> tuple[str, tuple, Split]:
     layers, n = cfg.model.num_layers, cfg.dp
     pure = layers * (2 * fwd + bwd) + head
     gathers, gather_bytes = 2 * len(big) + len(again), elem * (2 * sum(big) + sum(again))
-    reduce_bytes = 2 * elem * sum(e for e, _ in _rank_tensors(cfg, [1]))
+    reduce_bytes = 2 * elem * sum(e for e, _ in rank_tensors(cfg, [1]))
     meas = res.measured
     over, over_pred = (meas - pure) / layers, (res.predicted - pure) / layers
     line = (f"{row['id']:48s} {n:5d} {meas:7.1f} {res.predicted:7.1f} "
@@ -180,7 +180,7 @@ def analyse(row: dict[str, str]) -> tuple[str, tuple, Split]:
     wire = [pricer.comm_time(Comm("g", "all_gather", elem * e, "dp_cp")) for e in big]
     wire_again = [pricer.comm_time(Comm("g", "all_gather", elem * e, "dp_cp")) for e in again]
     reduce_s = sum(pricer.comm_time(Comm("r", "all_reduce", elem * e, "dp_cp"))
-                   for e, _ in _rank_tensors(cfg, [1]))
+                   for e, _ in rank_tensors(cfg, [1]))
     host1 = n * host.HOST_S_PER_KERNEL
     # v0.3.13's prefetch (stage3.py prefetch_next_sub_modules) can hide at most the wire
     # time a gather takes beyond the host's per-rank work, which precedes the module's

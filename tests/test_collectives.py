@@ -26,7 +26,8 @@ def test_group_span_follows_megatron_rank_order():
 
 
 @given(size=st.floats(1e3, 1e10), n=st.sampled_from([2, 4, 8, 16, 64]),
-       kind=st.sampled_from(["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]))
+       kind=st.sampled_from(["all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                             "broadcast", "reduce"]))
 def test_more_bandwidth_is_never_slower(size, n, kind):
     """Doubling every link's bandwidth never increases a collective's time."""
     span = group_span(n, 1, 8)

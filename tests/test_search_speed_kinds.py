@@ -57,12 +57,12 @@ def test_rank_tensors_kept_per_kind_equal_the_per_layer_ones():
         for layers in ([0], [1], [n - 1], range(n), range(1, n, 3)):
             want = _rank_tensors_per_layer(cfg, layers)
             for _ in range(2):  # first computed, then kept
-                assert sharding._rank_tensors(cfg, layers) == want
+                assert sharding.rank_tensors(cfg, layers) == want
             checked += 1
     assert checked >= 30
     a, b = _cfg("llama3-8b", tp=2, zero=1), _cfg("llama3-70b", tp=2, zero=1)
-    assert sharding._rank_tensors(a, [0]) != sharding._rank_tensors(b, [0])
-    assert sharding._rank_tensors(b, [0]) == _rank_tensors_per_layer(b, [0])
+    assert sharding.rank_tensors(a, [0]) != sharding.rank_tensors(b, [0])
+    assert sharding.rank_tensors(b, [0]) == _rank_tensors_per_layer(b, [0])
 
 
 def _link_floor_per_layer(cfg, pricer, ranges):

@@ -84,12 +84,14 @@ def test_error_stays_under_todays_bound():
     ZeRO: whole-DP all-reduce, per-owner broadcasts after the step; no sequence parallelism;
     internevo53): MAPE 6.9 %, rows within -31.5 / +2.0 %, the zero1=8 tp1 and checkpointed rows
     within 10.3 % (the 1,024-GPU single-micro-batch checkpointed run, -10.3 %: its all-reduce
-    hides behind one backward). Bounds: MAPE <= 8.5 %, each row within -36 / +8 %, those rows
-    within 12 % (RESULTS.md, data52 and internevo53)."""
+    hides behind one backward). With the chain fill of each broadcast (internevo54, NCCL's step
+    held whole at every network hop): MAPE 5.3 %, rows within -22.8 / +2.9 %. Bounds: MAPE
+    <= 6.5 %, each row within -27 / +8 %, those rows within 12 % (RESULTS.md, data52,
+    internevo53 and internevo54)."""
     _, res = validated(FILE)
     assert len(res) == 48
     errs = {r.id: r.predicted / r.measured - 1 for r in res}
-    assert sum(abs(e) for e in errs.values()) / len(errs) <= 0.085, errs
-    assert all(-0.36 <= e <= 0.08 for e in errs.values()), errs
+    assert sum(abs(e) for e in errs.values()) / len(errs) <= 0.065, errs
+    assert all(-0.27 <= e <= 0.08 for e in errs.values()), errs
     close = {k: e for k, e in errs.items() if "tp1-zero18" in k or k.endswith("-ckpt")}
     assert len(close) == 19 and all(abs(e) <= 0.12 for e in close.values()), close

@@ -259,7 +259,7 @@ def composition(first: bool, last: bool,
     (issue 21, chunk46: the public file's 758 calls built 23,904 virtual stages of 1,980
     compositions). Exact: the assembly reads a layer's index only through its kind (the
     priced layers are per kind; ``fp32_grad_accumulation``'s tensors read it only through
-    ``is_moe_layer``, ``workload.sharding._rank_tensors``; the amax reductions only the
+    ``is_moe_layer``, ``workload.sharding.rank_tensors``; the amax reductions only the
     count), and no consumer changes a ``Chunk`` or tells two apart by identity but to find
     what was priced from it (``simulator._TaskGraph.add``'s durations by ``id``). Scoped to
     the call: nothing outlives it but the chunks it returns."""

@@ -8,7 +8,7 @@ from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.model.counts import layer_matrices, layer_tensors
 from trainsim.workload.fp8_gather import fp8_weights_gathered
-from trainsim.workload.sharding import _end_matrices, _rank_tensors, bucket_params
+from trainsim.workload.sharding import end_matrices, rank_tensors, bucket_params
 from trainsim.workload.vocab import rank_vocab
 
 
@@ -28,11 +28,11 @@ def _bucket_order(cfg: RunConfig, layers: range | list[int], first: bool, last: 
         fwd.append((vocab, False, shared))
         if m.position_embedding == "learned":
             fwd.append((float(m.max_position_embeddings * m.hidden_size), False, False))
-    fwd += [(n, expert, False) for n, expert in _rank_tensors(cfg, layers)]
+    fwd += [(n, expert, False) for n, expert in rank_tensors(cfg, layers)]
     if last:
         fwd += [(float(m.hidden_size), False, False)] * (2 if m.normalization == "layernorm"
                                                           else 1)
-        if _end_matrices(cfg, first, last) > int(first):
+        if end_matrices(cfg, first, last) > int(first):
             fwd.append((vocab, False, shared))
     rev = fwd[::-1]
     return ([(n, sh) for n, expert, sh in rev if not expert],
@@ -115,7 +115,7 @@ _BUCKETS: dict[tuple, tuple[object, tuple[tuple[int, int, int, float], ...],
                             tuple[float, float]]] = {}
 """:func:`_bucketed`'s answers by (model identity, tp, etp, ep, whether pp > 1,
 ``bucket_params``, ``shards_optimizer``, ``fp8_bucket_groups``, the layers, first, last):
-everything it reads of the config (``_bucket_order``, ``_rank_tensors``, ``_end_matrices``,
+everything it reads of the config (``_bucket_order``, ``rank_tensors``, ``end_matrices``,
 ``_rank_matrices``), each kept with its (frozen) model so an identity is never reused while
 kept. A search asks it for every layout's buckets in its bounds and again for every task
 graph's split backward with the same inputs (the 22B search: 6,306 calls, ~6 % of its CPU);
@@ -141,9 +141,9 @@ def _bucketed(cfg: RunConfig, layers: range | list[int], first: bool, last: bool
     dense, experts = _bucket_order(cfg, layers, first, last)
     # each tensor's place, in ``_bucket_order``'s order: the head's matrix and norms (0), each
     # layer's tensors (the layers done with it), the embeddings (all)
-    head = (_end_matrices(cfg, first, last) > int(first)) + (
+    head = (end_matrices(cfg, first, last) > int(first)) + (
         (2 if m.normalization == "layernorm" else 1) if last else 0)
-    per_layer = [_rank_tensors(cfg, [i]) for i in order]
+    per_layer = [rank_tensors(cfg, [i]) for i in order]
     places: list[int] = [0] * head
     for j, tensors in enumerate(per_layer):
         places += [j + 1] * sum(not e for _, e in tensors)
@@ -151,7 +151,7 @@ def _bucketed(cfg: RunConfig, layers: range | list[int], first: bool, last: bool
     expert_places = [j + 1 for j, tensors in enumerate(per_layer) for _, e in tensors if e]
     size = bucket_params(cfg)
     # which tensors are fp8 weights, in the same reversed order (``_bucket_order``)
-    rev = list(zip(_rank_matrices(cfg, layers), _rank_tensors(cfg, layers), strict=True)
+    rev = list(zip(_rank_matrices(cfg, layers), rank_tensors(cfg, layers), strict=True)
                )[::-1] if fp8_bucket_groups(cfg) else []
     dense_fp8 = [False] * head + [f for f, (_, e) in rev if not e]
     dense_fp8 += [False] * (len(dense) - len(dense_fp8))
@@ -209,7 +209,7 @@ def fp8_bucket_groups(cfg: RunConfig) -> bool:
 
 
 def _rank_matrices(cfg: RunConfig, layers: range | list[int]) -> list[bool]:
-    """``layer_matrices`` of each tensor ``_rank_tensors`` lists (per layer a rank's dense
+    """``layer_matrices`` of each tensor ``rank_tensors`` lists (per layer a rank's dense
     tensors, then its experts' share)."""
     m, ep = cfg.model, cfg.parallel.ep
     out: list[bool] = []

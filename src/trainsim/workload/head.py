@@ -156,7 +156,7 @@ def dense_embedding_grad_ops(cfg: RunConfig, sh: Shard) -> list[Op]:
     rest (``workload.grad_accumulation``). Sharded data parallelism gets nothing here: it
     reduce-scatters the dense table with the rest of its unit after every micro-batch's
     backward, and only the 1/dp shard accumulates, which ``workload.sharding`` already prices
-    with the vocabulary matrices (``_end_matrices``). FSDP2 under torchtitan
+    with the vocabulary matrices (``end_matrices``). FSDP2 under torchtitan
     (pytorch/torchtitan@000204a4 torchtitan/train.py L453 runs ``forward_backward_step`` per
     micro-batch, L437 ``loss.backward()``, never ``set_requires_gradient_sync(False)``;
     torchtitan/models/llama3/infra/parallelize.py L411 leaves ``tok_embeddings`` in the root

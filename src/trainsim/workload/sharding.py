@@ -22,7 +22,7 @@ from trainsim.workload.ops import Comm, Elementwise, Op
 from trainsim.workload.vocab import rank_vocab
 
 
-def _rank_tensors(cfg: RunConfig, layers: range | list[int]) -> list[tuple[float, bool]]:
+def rank_tensors(cfg: RunConfig, layers: range | list[int]) -> list[tuple[float, bool]]:
     """(elements on this rank, routed expert) of each parameter tensor of ``layers`` as a rank
     holds them: dense tensors sharded over TP, routed experts over expert TP, and only this
     rank's ``num_experts / ep`` experts (every expert's tensors are alike)."""
@@ -46,13 +46,13 @@ def _rank_tensors(cfg: RunConfig, layers: range | list[int]) -> list[tuple[float
 
 _LAYER_RANK_TENSORS: dict[tuple[int, bool | str, int, int, int],
                           tuple[object, tuple[tuple[float, bool], ...]]] = {}
-"""One layer's ``_rank_tensors`` by (model identity, routed experts, tp, etp, ep), each kept
+"""One layer's ``rank_tensors`` by (model identity, routed experts, tp, etp, ep), each kept
 with its (frozen) model so an identity is never reused while kept: ``layer_tensors`` reads the
 index only through ``is_moe_layer``, and a search or a ZeRO-3 task graph asks it of every
 layer of every stage (~30,000 times in the 22B search). The same floats, in the same order."""
 
 
-def _end_matrices(cfg: RunConfig, first: bool, last: bool) -> int:
+def end_matrices(cfg: RunConfig, first: bool, last: bool) -> int:
     """Vocabulary-sized matrices a virtual stage holds: the word embedding on the first, the
     output layer (or a tied embedding's copy) on the last, one for a tied model holding both."""
     return int(first) + int(last and not (first and cfg.model.tied_embeddings))
@@ -84,7 +84,7 @@ def _released_after_recompute(cfg: RunConfig, layers: range | list[int]
     is at least the limit."""
     out: list[tuple[float, bool]] = []
     for i in layers:
-        tensors = _rank_tensors(cfg, [i])
+        tensors = rank_tensors(cfg, [i])
         after = 0.0
         for n, expert in reversed(tensors):
             if after >= ZERO3_MAX_REUSE_DISTANCE:
@@ -105,8 +105,8 @@ def zero3_tensor_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
     if after_recompute:
         sizes = _released_after_recompute(cfg, layers)
     else:
-        sizes = _rank_tensors(cfg, layers)
-    sizes += [(rank_vocab(cfg) * m.hidden_size, False)] * _end_matrices(cfg, first, last)
+        sizes = rank_tensors(cfg, layers)
+    sizes += [(rank_vocab(cfg) * m.hidden_size, False)] * end_matrices(cfg, first, last)
     ops: list[Op] = []
     for n, expert in sizes:
         ranks = cfg.edp if expert else cfg.shard_ranks
@@ -181,14 +181,14 @@ def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
 
     out: list[list[Comm]] = []
     if first or last:
-        out.append(comms([(_end_matrices(cfg, first, last) * rank_vocab(cfg) * m.hidden_size
+        out.append(comms([(end_matrices(cfg, first, last) * rank_vocab(cfg) * m.hidden_size
                            * ACT, False)]))
     kinds: dict[bool | str, list[Comm]] = {}  # a block's unit by its kind (layer_kind)
     for i in layers:
         kind = layer_kind(m, i)
         if kind not in kinds:
             sizes = [(n * (1 if fp8 and n >= matrix else ACT), e)
-                     for n, e in _rank_tensors(cfg, [i])]
+                     for n, e in rank_tensors(cfg, [i])]
             kinds[kind] = comms([(sum(b for b, e in sizes if not e), False),
                                  (sum(b for b, e in sizes if e), True)])
         out.append(kinds[kind])
@@ -249,8 +249,8 @@ def _grad_tensors(cfg: RunConfig, layers: range | list[int], first: bool,
     """Elements of each weight-gradient tensor a rank holds for ``layers``, with the embedding
     and output matrices of the first and last stage."""
     mdl = cfg.model
-    tensors = [n for n, _ in _rank_tensors(cfg, layers)]
-    return tensors + [rank_vocab(cfg) * mdl.hidden_size] * _end_matrices(cfg, first, last)
+    tensors = [n for n, _ in rank_tensors(cfg, layers)]
+    return tensors + [rank_vocab(cfg) * mdl.hidden_size] * end_matrices(cfg, first, last)
 
 
 def rank_grad_elements(cfg: RunConfig, layers: range | list[int], first: bool,
@@ -259,8 +259,8 @@ def rank_grad_elements(cfg: RunConfig, layers: range | list[int], first: bool,
     a rank reduces for a virtual stage: one dense unit per block plus the root unit where the
     stage holds vocabulary matrices, one expert unit per MoE block."""
     mdl = cfg.model
-    tensors = _rank_tensors(cfg, layers)
-    ends = _end_matrices(cfg, first, last)
+    tensors = rank_tensors(cfg, layers)
+    ends = end_matrices(cfg, first, last)
     dense = sum(n for n, e in tensors if not e) + ends * rank_vocab(cfg) * mdl.hidden_size
     experts = sum(n for n, e in tensors if e)
     return ((dense, len(layers) + int(ends > 0)),
@@ -415,7 +415,7 @@ def _module_order(cfg: RunConfig, i: int) -> list[float]:
     m, tp = cfg.model, cfg.parallel.tp
     if m.is_mla or m.is_moe_layer(i) or m.qk_layernorm or m.post_sublayer_norm or \
             m.hybrid_layer_pattern is not None:
-        return [n for n, _ in _rank_tensors(cfg, [i])]
+        return [n for n, _ in rank_tensors(cfg, [i])]
     h, f = m.hidden_size, m.ffn_size
     mats = 3 if m.activation == "swiglu" else 2
     mlp_bias = m.mlp_bias
@@ -451,8 +451,8 @@ def fsdp1_grad_copies(cfg: RunConfig, layers: range | list[int], first: bool,
     world = cfg.shard_ranks
     if world == 1:
         return [], []
-    n = sum(x for x, _ in _rank_tensors(cfg, layers))
-    n += rank_vocab(cfg) * cfg.model.hidden_size * _end_matrices(cfg, first, last)
+    n = sum(x for x, _ in rank_tensors(cfg, layers))
+    n += rank_vocab(cfg) * cfg.model.hidden_size * end_matrices(cfg, first, last)
     rb = 4 if t.grad_reduce_in_fp32 else ACT
     side_per_param = (ACT + rb if rb != ACT else 0) + 2 * rb
     gathers = 2 if p.zero_stage >= 3 else 1
@@ -500,7 +500,7 @@ def zero3_reduce_bucket_ops(cfg: RunConfig, layers: range | list[int], first: bo
     if not deepspeed or p.zero_stage < 3 or not bucket or cfg.shard_ranks == 1:
         return []
     order = [n for i in reversed(list(layers)) for n in reversed(_module_order(cfg, i))]
-    order += [rank_vocab(cfg) * m.hidden_size] * _end_matrices(cfg, first, last)
+    order += [rank_vocab(cfg) * m.hidden_size] * end_matrices(cfg, first, last)
     fallback = zero3_grad_collective(cfg) == "all_reduce"
     copied = divided = interleaved = 0.0
     copies = flushes = cats = backs = 0

@@ -24,7 +24,7 @@ import heapq
 from collections.abc import Iterable
 
 from trainsim.config import RunConfig
-from trainsim.workload.sharding import _end_matrices, _rank_tensors
+from trainsim.workload.sharding import end_matrices, rank_tensors
 from trainsim.workload.vocab import rank_vocab
 
 
@@ -46,8 +46,8 @@ def owner_loads(tensors: Iterable[float], ranks: int) -> list[float]:
 def stage_tensors(cfg: RunConfig, layers: Iterable[int], first: bool, last: bool
                   ) -> tuple[list[float], list[float]]:
     """(non-expert, routed-expert) parameter tensors a rank of a pipeline stage holds, in
-    elements: its layers' (``sharding._rank_tensors``, TP-sharded) and the vocabulary matrices
+    elements: its layers' (``sharding.rank_tensors``, TP-sharded) and the vocabulary matrices
     of the first and last stage."""
-    tensors = _rank_tensors(cfg, list(layers))
-    ends = [float(rank_vocab(cfg) * cfg.model.hidden_size)] * _end_matrices(cfg, first, last)
+    tensors = rank_tensors(cfg, list(layers))
+    ends = [float(rank_vocab(cfg) * cfg.model.hidden_size)] * end_matrices(cfg, first, last)
     return [n for n, e in tensors if not e] + ends, [n for n, e in tensors if e]

@@ -34,14 +34,14 @@ from trainsim.config import RunConfig
 from trainsim.model.counts import norm_tensors
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, Op
-from trainsim.workload.sharding import ZERO3_PERSISTENCE_THRESHOLD, _rank_tensors
+from trainsim.workload.sharding import ZERO3_PERSISTENCE_THRESHOLD, rank_tensors
 
 
 def persistent_tensors(cfg: RunConfig, layers: range | list[int], last: bool) -> list[float]:
     """Elements of each dense parameter tensor of ``layers`` (and the final norm on the last
     stage) that ZeRO-3 keeps gathered: those under ``ZERO3_PERSISTENCE_THRESHOLD``."""
     m = cfg.model
-    sizes = [n for n, expert in _rank_tensors(cfg, layers) if not expert]
+    sizes = [n for n, expert in rank_tensors(cfg, layers) if not expert]
     sizes += [m.hidden_size] * (norm_tensors(m) if last else 0)
     return [n for n in sizes if 0 < n < ZERO3_PERSISTENCE_THRESHOLD]
 
