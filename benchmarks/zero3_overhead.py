@@ -50,8 +50,8 @@ from trainsim.workload.ops import DTYPE_BYTES, Comm
 from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import (
     ZERO3_PERSISTENCE_THRESHOLD,
-    rank_tensors,
     _released_after_recompute,
+    rank_tensors,
 )
 
 ALL_REDUCES_PER_LAYER = 6  # reduce-bucket flushes of a 175B / 530B layer (RESULTS.md, zero3)

@@ -8,7 +8,7 @@ from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.model.counts import layer_matrices, layer_tensors
 from trainsim.workload.fp8_gather import fp8_weights_gathered
-from trainsim.workload.sharding import end_matrices, rank_tensors, bucket_params
+from trainsim.workload.sharding import bucket_params, end_matrices, rank_tensors
 from trainsim.workload.vocab import rank_vocab
 
 
