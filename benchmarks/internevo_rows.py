@@ -62,7 +62,9 @@ SOURCE = ("InternLM/InternEvo " + DOC + " @ " + COMMIT + " (2024-01-25; tables a
 SETTINGS = (
     "model: configs/7B_sft.py @ c18bec9 (32 layers, hidden 4096, 32 heads, mlp_ratio 8/3 rounded "
     "up to 256: ffn 11008, vocab 103168, RMSNorm, untied head; Wqkv and out_proj carry biases, "
-    "< 0.1 % of the FLOPs): the llama2-7b preset with vocab 103168; bf16, FlashAttention v1.0.5 "
+    "< 0.1 % of the FLOPs): the internlm-7b preset (nine tensors a layer, as InternEvo's "
+    "broadcast owners count them: two norms, Wqkv and out_proj with their biases, w1, w2, w3 "
+    "apart); bf16, FlashAttention v1.0.5 "
     "(doc/en/install.md: flash1) and Apex fused kernels; TP by flash_attn's fused dense layers "
     "without sequence parallelism (modeling_internlm.py builds MHA and FeedForward with "
     "sequence_parallel=False, internlm/model/linear.py); hybrid ZeRO-1 "
@@ -84,7 +86,7 @@ def _row(rid: str, table: str, gpus: int, tp: int, zero1: int, mbs: int, num: in
     group = dp if zero1 <= 0 else zero1
     row = {c: "" for c in HEADER}
     row.update(
-        id=rid, source=SOURCE.format(table=table), model="llama2-7b", vocab_size="103168",
+        id=rid, source=SOURCE.format(table=table), model="internlm-7b",
         seq_length=str(SEQ), gpu="a100-sxm-80gb", num_gpus=str(gpus), gpus_per_node="8",
         nic_gbps_per_gpu="50", tp=str(tp), pp="1", cp="1", vpp="1",
         sequence_parallel="0", recompute="full" if ckpt else "none",
@@ -166,6 +168,11 @@ def check() -> list[str]:
                    "zero_overlap_communication=True", "checkpoint=False"):
         if phrase not in cfg:
             bad.append(f"not in configs/7B_sft.py: {phrase!r}")
+    lin = mirror_rows.show(REPO_DIR, CODE, "internlm/model/linear.py")
+    mha = mirror_rows.show(REPO_DIR, CODE, "internlm/model/multi_head_attention.py")
+    if "self.w1 = ColumnParallelLinear" not in lin or "self.w3 = RowParallelLinear" not in lin \
+            or "bias=True" not in mha:
+        bad.append("linear.py / multi_head_attention.py: tensor layout not as read")
     opt = mirror_rows.show(REPO_DIR, CODE, "internlm/solver/optimizer/hybrid_zero_optim.py")
     if "self.broadcast_params(overlap=False)" not in opt:
         bad.append("hybrid_zero_optim.py: parameter broadcast not as read")

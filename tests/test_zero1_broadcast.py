@@ -6,6 +6,7 @@ ZeRO as its HybridZeroOptimizer runs it (InternLM/InternEvo@c18bec9 hybrid_zero_
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -97,7 +98,8 @@ def test_the_collectives_of_a_step(replicate, grad_group):
     assert not any(k in ("reduce_scatter", "all_gather") for _, k, _ in kinds), kinds
     ranks = 16 // replicate
     tensors, experts = stage_tensors(c, range(4), True, True)
-    assert not experts and len(tensors) == 4 * 6 + 2  # qkv, proj, 2 norms, fc1, fc2; two vocab
+    # qkv, proj, 2 norms, fc1, fc2 a layer; embedding, head, final norm
+    assert not experts and len(tensors) == 4 * 6 + 3
     loads = owner_loads(tensors, ranks)
     assert len(loads) == min(ranks, len(tensors))
     sent = [op for op in pricer.comms if op.name == "param_broadcast"]
@@ -114,6 +116,45 @@ def test_the_collectives_of_a_step(replicate, grad_group):
     (dep,) = last.deps
     assert dep >= step and tasks[dep].stream == (0, "compute") and \
         all(t.stream != (0, "compute") for t in tasks[dep + 1:])
+
+
+def test_internlm_7b_has_the_291_tensors_internevo_partitions():
+    """The internlm-7b preset as InternEvo's model holds it (InternLM/InternEvo@c18bec9
+    modeling_internlm.py L79-125, linear.py L146-158, multi_head_attention.py L80-100): per
+    layer two norms, Wqkv and its bias, out_proj and its bias, w1, w2 and w3 apart; with the
+    embedding, the final norm and the head 32 x 9 + 3 = 291, so 1,024 ranks make 291 owners.
+    llama2-7b (Megatron's layout, gate and up fused, no biases) makes 32 x 6 + 3 = 195."""
+    def one_stage(preset, ranks=1024):
+        c = run_config_from_dict({
+            "model": {"preset": preset},
+            "parallel": {"tp": 1, "pp": 1, "zero_stage": 1},
+            "training": {"global_batch_size": ranks, "micro_batch_size": 1, "seq_length": 2048,
+                         "dtype": "bf16", "framework": "internevo",
+                         "framework_version": "2023-07"},
+            "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": ranks, "gpus_per_node": 8}})
+        tensors, _ = stage_tensors(c, range(c.model.num_layers), True, True)
+        return tensors, owner_loads(tensors, ranks)
+    tensors, loads = one_stage("internlm-7b")
+    assert len(tensors) == len(loads) == 291
+    assert sorted(tensors)[-2:] == [103168 * 4096] * 2 and tensors.count(11008 * 4096) == 96
+    assert tensors.count(4096) == 32 * 3 + 1 and tensors.count(3 * 4096) == 32
+    assert sum(tensors) == pytest.approx(7.32194816e9)
+    assert len(one_stage("llama2-7b")[0]) == 195
+
+
+def test_split_gate_and_up_keeps_the_parameters():
+    """``fused_gate_up: false`` holds SwiGLU's fc1 as two tensors of half its elements (and a
+    gated MLP's biases likewise); the layer's parameters are the same."""
+    from trainsim.catalog import model
+    from trainsim.model.counts import layer_params, layer_tensors
+    fused = model("llama2-7b")
+    for bias in (False, True):
+        a = dataclasses.replace(fused, add_mlp_bias=bias)
+        b = dataclasses.replace(a, fused_gate_up=False)
+        ta, tb = layer_tensors(a), layer_tensors(b)
+        assert len(tb) == len(ta) + 1 + int(bias)
+        assert sum(n for n, _ in tb) == sum(n for n, _ in ta) == layer_params(b)
+        assert tb.count((4096 * 11008, False)) == 3 and (2 * 4096 * 11008, False) not in tb
 
 
 def test_the_broadcasts_wait_after_the_step():

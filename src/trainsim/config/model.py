@@ -85,6 +85,12 @@ class ModelConfig:
     add_mlp_bias: bool | None = None
     """Biases of the MLP's (and every expert's) fc1 and fc2; None = ``add_bias_linear``
     (Hugging Face Llama's ``mlp_bias``)."""
+    fused_gate_up: bool = True
+    """A gated MLP's gate and up projections held as one parameter tensor (Megatron's fc1,
+    ``linear_fc1``); False: two tensors, as InternLM's FeedForward holds ``w1`` and ``w2``
+    (InternLM/InternEvo@c18bec9 internlm/model/linear.py L146-158). Only the tensor count
+    changes (what a framework that moves parameters tensor by tensor issues: ZeRO-3 gathers,
+    InternEvo's broadcast owners, bucket boundaries), not the FLOPs, bytes or kernels."""
     attention_dropout: float = 0.0
     hidden_dropout: float = 0.0
     qk_layernorm: bool = False

@@ -142,8 +142,8 @@ def layer_expert_params(m: ModelConfig, index: int) -> int:
 
 def layer_tensors(m: ModelConfig, index: int = 0) -> list[tuple[int, bool]]:
     """Parameter tensors of layer ``index`` as Megatron lays them out, as (elements, routed
-    expert): fused QKV, output projection, fc1 (gate and up fused for SwiGLU), fc2, their
-    biases and the norms; for an MoE layer the router, shared experts and every routed
+    expert): fused QKV, output projection, fc1 (gate and up fused for SwiGLU, apart where
+    ``fused_gate_up`` is False), fc2, their biases and the norms; for an MoE layer the router, shared experts and every routed
     expert's fc1 and fc2. Frameworks that gather parameters one tensor at a time (DeepSpeed
     ZeRO-3) issue one collective per tensor. Their sum is ``layer_params``."""
     return [(n, expert) for n, expert, _ in _layer_tensor_kinds(m, index)]
@@ -175,10 +175,13 @@ def _layer_tensor_kinds(m: ModelConfig, index: int) -> list[tuple[int, bool, boo
         if proj_bias:
             out.append((h, False, False))
 
+    # fc1 (gate and up fused under SwiGLU), or gate and up apart (``fused_gate_up``)
+    fc1 = [mats - 1] if m.fused_gate_up else [1] * (mats - 1)
+
     def mlp(width: int, expert: bool) -> list[tuple[int, bool, bool]]:
-        t = [((mats - 1) * h * width, expert, True), (width * h, expert, True)]
+        t = [(j * h * width, expert, True) for j in fc1] + [(width * h, expert, True)]
         if mlp_bias:
-            t += [((mats - 1) * width, expert, False), (h, expert, False)]
+            t += [(j * width, expert, False) for j in fc1] + [(h, expert, False)]
         return t
 
     if m.is_moe_layer(index):

@@ -24,6 +24,7 @@ import heapq
 from collections.abc import Iterable
 
 from trainsim.config import RunConfig
+from trainsim.model.counts import norm_tensors
 from trainsim.workload.sharding import end_matrices, rank_tensors
 from trainsim.workload.vocab import rank_vocab
 
@@ -46,8 +47,12 @@ def owner_loads(tensors: Iterable[float], ranks: int) -> list[float]:
 def stage_tensors(cfg: RunConfig, layers: Iterable[int], first: bool, last: bool
                   ) -> tuple[list[float], list[float]]:
     """(non-expert, routed-expert) parameter tensors a rank of a pipeline stage holds, in
-    elements: its layers' (``sharding.rank_tensors``, TP-sharded) and the vocabulary matrices
-    of the first and last stage."""
+    elements: its layers' (``sharding.rank_tensors``, TP-sharded, as the model's
+    ``fused_gate_up`` and biases lay them out), the vocabulary matrices of the first and last
+    stage and the last stage's final norm (replicated over TP; InternLM-7B: 32 x 9 + 3 = 291
+    tensors, the embedding, the final norm and the head)."""
+    m = cfg.model
     tensors = rank_tensors(cfg, list(layers))
-    ends = [float(rank_vocab(cfg) * cfg.model.hidden_size)] * end_matrices(cfg, first, last)
+    ends = [float(rank_vocab(cfg) * m.hidden_size)] * end_matrices(cfg, first, last)
+    ends += [float(m.hidden_size)] * (norm_tensors(m) if last else 0)
     return [n for n, e in tensors if not e] + ends, [n for n, e in tensors if e]
