@@ -133,12 +133,13 @@ AMBIGUOUS_ATTENTION = {
 GROUPED_IMPL = {
     "cublas": "loop", "te": "multi_stream",
     "cutlass": "cutlass", "torch": "cutlass", "triton": "triton", "liger": "triton",
-    "vllm": "triton", "deepgemm": "deepgemm",
+    "vllm": "triton", "deepgemm": "deepgemm", "loop": "loop", "multi_stream": "multi_stream",
 }
 """Kernel library of a grouped-GEMM or MoE-block row -> ``workload.ops.GroupedImpl``: cuBLAS
 runs one GEMM per group (cuBLASLt is cuBLAS's matmul API, read as cuBLAS); ``torch._grouped_mm``
 is PyTorch's CUTLASS grouped kernel (aten GroupMM.cu); Liger's and vLLM's fused MoE are Triton
-kernels."""
+kernels; ``loop`` and ``multi_stream`` name the per-group cuBLAS schemes themselves (one GEMM a
+group on one stream, or on 4 in turn), as a harness that issues them without a library does."""
 
 GROUPED_IMPL_VIA = {
     # tgale96/grouped_gemm README: "By default, the installed package runs in conservative
