@@ -70,7 +70,9 @@ from grouped_borrow import borrowed_fraction, main_loop_share  # noqa: F401 (tes
 from kernel_rows import (
     FILES,
     FITTED,
+    HOLD_OUT,
     Row,
+    _hash_order,
     domain,
     grouped_family,
     is_held,
@@ -80,7 +82,7 @@ from kernel_rows import (
 )
 
 from trainsim.catalog import gpu as catalog_gpu
-from trainsim.compute import attention, roofline, split_k
+from trainsim.compute import attention, grouped, roofline, split_k
 from trainsim.compute.chain import compute_model_for
 from trainsim.validate import BUNDLED_DIR
 from trainsim.workload.elementwise import strided_share
@@ -92,6 +94,11 @@ timed by the shared H100 file's script at its shapes. ``main`` prices them in ev
 each row held out (part ``held-out GPU``), and the fit never reads them; ``--no-gpu-files``
 leaves them out."""
 GPU_FILE_SOURCE = "measured GPU file (never fitted)"
+GROUPED_FILES = ("kernels_h200_grouped54.csv",)
+"""Measured files (in benchmarks/) whose grouped-GEMM rows join the grouped fit (54th session's
+H200: ``torch._grouped_mm`` and friends at five MoE models' expert shapes), split by shape
+family (``kernel_rows.EXPERTS_OF``: the model) like a fitted bundled source, so the bundled
+files' split stays as it was; their other rows (the dense twins) are not loaded here."""
 
 REPORT_DB: str | None = None
 """The kernel database the report prices with after the fit (``--compute-db``): None, the
@@ -313,6 +320,7 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
     if scalar:
         roofline.SCALAR_BYTES_PER_SM_CLOCK = round(golden(scalar_loss, 1.0, 20.0, tol=0.01), 2)
     return {"GROUPED_OF_GEMM": dict(roofline.GROUPED_OF_GEMM),
+            "PINGPONG_TILE_RATE": grouped.PINGPONG_TILE_RATE,
             "SCALAR_BYTES_PER_SM_CLOCK": roofline.SCALAR_BYTES_PER_SM_CLOCK,
             "GEMM_TILE_OVERHEAD_K": roofline.GEMM_TILE_OVERHEAD_K,
             "SMALL_TILE_RATE": roofline.SMALL_TILE_RATE,
@@ -345,9 +353,26 @@ def fit_grouped(train: list[Row], priced: Sequence[Row] = ()) -> None:
 
         fitted[impl] = round(golden(grouped_loss, 0.2, 1.5, tol=0.005), 2)
         roofline.GROUPED_OF_GEMM[impl] = fitted[impl]
+        if impl == "cutlass":  # PyTorch's small-group tile, then the fraction again with it
+            small = [r for r in fam if any(pingpong_tile(r.gpu, op) for op in r.ops)]
+            if small:
+                def pingpong_loss(x: float, small: list[Row] = small) -> float:
+                    grouped.PINGPONG_TILE_RATE = x
+                    return float(np.mean(ape(small)))
+
+                grouped.PINGPONG_TILE_RATE = round(golden(pingpong_loss, 0.2, 1.2, tol=0.005), 2)
+                fitted[impl] = round(golden(grouped_loss, 0.2, 1.5, tol=0.005), 2)
+                roofline.GROUPED_OF_GEMM[impl] = fitted[impl]
     for impl in roofline.GROUPED_OF_GEMM:
         if impl not in fitted and fitted:
             roofline.GROUPED_OF_GEMM[impl] = borrowed_fraction(impl, fitted, list(priced))
+
+
+def pingpong_tile(gpu_name: str, op: Any) -> bool:
+    """Whether ``op`` runs PyTorch's small-group CUTLASS tile (``grouped.torch_sm90_tile``)."""
+    return (getattr(op, "grouped", "") == "cutlass"
+            and roofline.smem_fed_mma(catalog_gpu(gpu_name))
+            and grouped.torch_sm90_tile(op, 1.0)[0] == 64)
 
 
 def leave_one_source_out(rows: list[Row]) -> list[tuple[str, int, float, dict[str, float]]]:
@@ -367,6 +392,25 @@ def leave_one_source_out(rows: list[Row]) -> list[tuple[str, int, float, dict[st
     finally:
         roofline.GROUPED_OF_GEMM.update(shipped)
     return out
+
+
+def with_grouped_files(rows: list[Row], held: dict[str, set[str]]) -> list[Row]:
+    """``rows`` and the ``GROUPED_FILES``' grouped rows; ``held`` (updated in place) holds out
+    each file's shape families in ``kernel_rows``' hash order until 20 % of its rows are out."""
+    extra = [r for r in load([Path(__file__).resolve().parent / f for f in GROUPED_FILES])
+             if domain(r) == "grouped"]
+    for src in sorted({r.source for r in extra}):
+        fams: dict[str, int] = defaultdict(int)
+        for r in extra:
+            if r.source == src:
+                fams[r.family] += 1
+        total, out = sum(fams.values()), 0
+        for fam in _hash_order(set(fams)):
+            if out >= HOLD_OUT * total or len(fams) < 2:
+                break
+            held.setdefault("grouped", set()).add(f"{src}|{fam}")
+            out += fams[fam]
+    return rows + extra
 
 
 def with_gpu_files(rows: list[Row], held: dict[str, set[str]]) -> list[Row]:
@@ -538,6 +582,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"| {src} | {n} | {mape:.1%} | {consts} |")
         return 0
     held = split(rows)  # on the bundled files alone: the GPU files never move the split
+    rows = with_grouped_files(rows, held)
     if not args.no_gpu_files:
         rows = with_gpu_files(rows, held)
     n_held = sum(is_held(r, held) for r in rows)

@@ -62,11 +62,19 @@ MODEL_TP = re.compile(r"^([a-z][a-z0-9.]*-[0-9.]+[bm]-tp\d+)-")
 (``llama3-70b-tp4-qkv-fwd-m1024`` -> ``llama3-70b-tp4``), from the row's note or id."""
 
 
+EXPERTS_OF = re.compile(r"\bexperts of ([a-z][\w.-]*)")
+"""A grouped-GEMM row's shape family: the MoE model whose experts it ran ('experts of
+qwen3-30b-a3b fc1, ...' -> ``qwen3-30b-a3b``)."""
+
+
 def family(r: dict[str, str]) -> str:
-    """Rows that share a shape: a GEMM's model and TP size, an attention row's sequence
-    length, otherwise the row alone."""
+    """Rows that share a shape: a GEMM's model and TP size, a grouped GEMM's MoE model, an
+    attention row's sequence length, otherwise the row alone."""
     if r["kind"].strip().startswith("attention"):
         return f"s{r.get('seq_len', '').strip()}"
+    experts = EXPERTS_OF.search(r.get("note") or "")
+    if experts:
+        return experts.group(1)
     for text in ((r.get("note") or "").split(";")[0].strip(), r["id"].split("-", 3)[-1]):
         m = MODEL_TP.match(text)
         if m:

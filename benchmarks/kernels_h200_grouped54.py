@@ -48,8 +48,8 @@ COLUMNS = ("id", "source", "gpu", "kind", "implementation", "dtype", "m", "n", "
 
 def _source(report: dict, run: str) -> str:
     env = report["env"]
-    return (f"measured on NVIDIA H200 (132 SMs), torch {env['torch']}, CUDA {env['cuda']}, CUDA events, "
-            f"benchmarks/device_checks54.py {run}, benchmarks/h200_2026-11-28_s54, 2026-11-28")
+    return (f"trainsim benchmarks/device_checks54.py {run} (benchmarks/h200_2026-11-28_s54, 2026-11-28), "
+            f"measured on one NVIDIA H200 (132 SMs), torch {env['torch']}, CUDA {env['cuda']}, CUDA events")
 
 
 def _shape(case: str) -> tuple[str, str, int, int]:
@@ -79,7 +79,7 @@ def rows(run1: dict, run2: dict) -> list[dict[str, str]]:
     for case, t in graphed.items():
         model, proj, g, r = _shape(case)
         k, n = shapes[case]["k"], shapes[case]["n"]
-        where = f"{model} {proj}, {r} rows a group, L2 warm, one CUDA graph"
+        where = f"experts of {model} {proj}, {r} rows a group, L2 warm, one CUDA graph"
         out.append(_row(f"dc54g-h200-{case}-cutlass-graph", src2, "gemm_grouped", "cutlass", "bf16",
                         g * r, n, k, g, t["grouped_us"] * 1e-6,
                         f"torch._grouped_mm, {where}; {t['grouped_us']:.1f} us"))
@@ -98,7 +98,7 @@ def rows(run1: dict, run2: dict) -> list[dict[str, str]]:
             out.append(_row(f"dc54g-h200-{case}-fp8-fast{fast}", src1, "gemm_grouped", "cutlass", "fp8",
                             g * r, n, k, g, us * 1e-6,
                             f"torch._scaled_grouped_mm, row-wise scales, use_fast_accum={bool(fast)}; "
-                            f"{model} {proj}, {r} rows a group, L2 warm, eager calls; {us:.1f} us"))
+                            f"experts of {model} {proj}, {r} rows a group, L2 warm, eager calls; {us:.1f} us"))
     for case, t in run2["sections"]["grouped_ragged"]["cases"].items():
         model, rest = case.split("-fc1-")
         g = int(rest.split("-")[0][1:])
@@ -106,7 +106,7 @@ def rows(run1: dict, run2: dict) -> list[dict[str, str]]:
         sz = t["sizes"]
         out.append(_row(f"dc54g-h200-{case}-ragged", src2, "gemm_grouped", "cutlass", "bf16",
                         t["rows"], n, k, g, t["ragged_us"] * 1e-6,
-                        f"torch._grouped_mm, {model} fc1, top-8 routing with expert skew "
+                        f"torch._grouped_mm, experts of {model} fc1, top-8 routing with expert skew "
                         f"{case.rsplit('skew', 1)[1]}: groups of {min(sz)}-{max(sz)} rows, one CUDA graph; "
                         f"{t['ragged_us']:.1f} us; equal groups {t['even_us']:.1f} us"))
     for case, t in run2["sections"]["grouped_wgrad"]["cases"].items():
@@ -115,12 +115,12 @@ def rows(run1: dict, run2: dict) -> list[dict[str, str]]:
         out.append(_row(f"dc54g-h200-{case}-wgrad", src2, "gemm_grouped", "cutlass", "bf16",
                         g * k, n, r, g, t["wgrad_us"] * 1e-6,
                         f"torch._grouped_mm weight gradient x^T dy, groups along the reduction: {g} "
-                        f"GEMMs of {k} x {n} over {r} rows; {model} {proj}, one CUDA graph; "
+                        f"GEMMs of {k} x {n} over {r} rows; experts of {model} {proj}, one CUDA graph; "
                         f"{t['wgrad_us']:.1f} us"))
         out.append(_row(f"dc54g-h200-{case}-wgrad-dense", src2, "gemm", "cublas", "bf16",
                         k, n, g * r, None, t["dense_us"] * 1e-6,
                         f"torch.mm of x^T (k, M) and dy (M, n), the weight gradient's dense twin; "
-                        f"{model} {proj}, one CUDA graph; {t['dense_us']:.1f} us"))
+                        f"experts of {model} {proj}, one CUDA graph; {t['dense_us']:.1f} us"))
     return out
 
 

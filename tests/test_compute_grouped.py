@@ -39,7 +39,8 @@ def test_the_roofline_prices_grouped_gemms_with_its_own_dense_tile(impl, dtype):
     expected = grouped.grouped_efficiency(
         gpu, op, tile=roofline.TILE,
         overhead_k=roofline.GEMM_TILE_OVERHEAD_K * rate / gpu.gemm_ceiling("bf16"),
-        stretch=1.0 + roofline.block_promotion_k(gpu, op))
+        stretch=1.0 + roofline.block_promotion_k(gpu, op), hopper_tiles=True,
+        small_tile_rate=roofline.SMALL_TILE_RATE)
     assert roofline.RooflineModel(gpu).gemm_efficiency(op) == pytest.approx(expected)
 
 

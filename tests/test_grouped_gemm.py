@@ -50,14 +50,16 @@ def test_ragged_groups_cost_a_half_tile_each():
         assert _rate(_experts(1024, impl, ragged=True)) < _rate(_experts(1024, impl))
 
 
-def test_one_kernel_grouped_gemms_run_at_their_fitted_fraction(monkeypatch):
-    """A CUTLASS grouped GEMM with full tiles: the dense batched rate of the same 128x128
-    tiles (at full rate: ``roofline.SMALL_TILE_RATE`` 1) times its fraction."""
-    with monkeypatch.context() as m:
-        m.setattr(roofline, "SMALL_TILE_RATE", 1.0)
-        batched = _rate(Gemm("g", 4096, 1536, 2048, "bf16", 16))
+def test_one_kernel_grouped_gemms_run_at_their_fitted_fraction():
+    """A CUTLASS grouped GEMM with full tiles on Hopper: the dense rate of PyTorch's 128x256
+    tiles over every group (``grouped.torch_sm90_tile``) times its fraction."""
+    op = _experts(4096, "cutlass")
+    dense = Gemm("g", 4096, 1536, 2048, "bf16", 16)
+    grid = roofline.tile_grid_efficiency(H100.num_sms, dense, 128, 256,
+                                         roofline.GEMM_TILE_OVERHEAD_K, 1.0)
     frac = roofline.GROUPED_OF_GEMM["cutlass"]
-    assert _rate(_experts(4096, "cutlass")) == pytest.approx(batched * frac, rel=0.02)
+    ceiling = H100.gemm_ceiling("bf16")
+    assert _rate(op) == pytest.approx(ceiling * grid * frac, rel=0.01)
 
 
 def test_per_expert_gemms_launch_one_kernel_per_stream_round():

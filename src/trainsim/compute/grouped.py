@@ -4,7 +4,8 @@ Per-expert cuBLAS GEMMs (Transformer Engine's ``GroupedLinear``: ``GROUPED_STREA
 tiled each on its own, so few rows per expert leave SMs idle; one-kernel grouped GEMMs
 (CUTLASS, ``torch._grouped_mm``, Triton, DeepGEMM) spread all groups' tiles at
 ``GROUPED_OF_GEMM`` of the dense rate; dropless routing half-fills each expert's last row
-tile (``Gemm.ragged``). A Triton kernel launched over a worst-case grid (``triton_max_m``,
+tile (``Gemm.ragged``). On Hopper a CUTLASS grouped GEMM runs the tile PyTorch dispatches for
+its group shape (``torch_sm90_tile``). A Triton kernel launched over a worst-case grid (``triton_max_m``,
 VeOmni's) also pays for its empty programs (``EMPTY_PROGRAM_SM_S``).
 
 The dense GEMM's tile, its fixed cost per tile and the block-scale promotion come from
@@ -19,17 +20,23 @@ from trainsim.compute import split_k
 from trainsim.config import GPUSpec
 from trainsim.workload.ops import Gemm
 
-GROUPED_OF_GEMM: dict[str, float] = {"cutlass": 0.76, "triton": 0.61, "deepgemm": 0.91}
+GROUPED_OF_GEMM: dict[str, float] = {"cutlass": 0.95, "triton": 0.61, "deepgemm": 0.91}
 """Rate of a one-kernel grouped GEMM's tiles as a fraction of a dense GEMM's on the same
 GPU, by implementation family, after its tile and wave quantization (each group's rows tiled
-on their own, the tiles of every group spread over the SMs together) and the dense tile
-overhead. Published H100 measurements put ``torch._grouped_mm`` (CUTLASS) and the Triton MoE
+on their own, and its columns with PyTorch's Hopper tiles; the tiles of every group spread over
+the SMs together) and the dense tile overhead. Published H100 measurements put ``torch._grouped_mm`` (CUTLASS) and the Triton MoE
 kernels at 0.6-0.7 of the dense rate (pytorch/ao #2490, VeOmni #460, Liger-Kernel) while
 DeepGEMM's grouped kernels run near its dense rate (DeepGEMM README; 0.91 of the fp8
 rate without cuBLAS's split accumulator, ``gemm_rate``). Fitted by
 ``benchmarks/fit_kernels.py`` (its held-out sources excluded; CUTLASS 0.73 and Triton 0.69
 before the benchmark loop's clock, ``roofline.LOOP_CLOCK_TAU_S``, was priced: 28th session;
 Triton 0.71 -> 0.61 once its tiles carry no fixed cost, ``TILE_COST_HIDDEN``: 43rd session).
+CUTLASS 0.76 -> 0.95 (54th session) once its Hopper tiles are the ones PyTorch dispatches
+(``torch_sm90_tile``: 128 x 256 for groups above 128 rows, where 0.76 had stood for the
+square 128 x 128 tile) and ``benchmarks/kernels_h200_grouped54.csv``'s fitted families joined
+its two pytorch/ao #2490 rows: graphed bf16 ``torch._grouped_mm`` at 512-2,048 rows a group
+runs 0.9-1.1x the dense rate of the same tiles on one H200; the H100 rows of #2490 (random
+offsets, mid-2025 torch) sit at 0.75 and are now priced 22 % fast (RESULTS.md, 54th session).
 Per-expert cuBLAS GEMMs (``multi_stream``, ``loop``) are cuBLAS's own dense GEMMs: no
 fraction."""
 FP8_SERIAL_PROMOTION = frozenset({"cutlass"})
@@ -96,6 +103,43 @@ each chunk's last wave filled by the next chunk's tiles: priced as one grid of e
 tiles at the dense rate."""
 
 
+PINGPONG_TILE_RATE = 0.61
+"""Main-loop rate of PyTorch's small-group CUTLASS kernel (``torch_sm90_tile``: a 64 x 128 x 128
+tile, ``KernelPtrArrayTmaWarpSpecializedPingpong``) as a fraction of its 128 x 256 cooperative
+kernel's (``GROUPED_OF_GEMM``). In the ping-pong schedule the two math warpgroups take turns on
+the tensor cores, each with its own 64-row tile, so one ``wgmma`` of 64 x 128 is in flight where
+the cooperative kernel keeps two 64 x 256 ones (CUTLASS
+include/cutlass/gemm/kernel/sm90_gemm_tma_warpspecialized_pingpong.hpp, its ordered math barrier),
+and each output moves (64 + 128) / (64 x 128), twice the operand rows through shared memory of a
+128 x 256 tile's (128 + 256) / (128 x 256). Neither is counted into a rate here. Measured: bf16 ``torch._grouped_mm`` at 128 rows a group on one H200 (54th
+session, ``benchmarks/kernels_h200_grouped54.csv``, CUDA graphs) runs 1.5-2.2x the time the
+128 x 256 tiles at the dense rate give and 1.1-1.3x its expert weights' HBM time (dense GEMMs that
+stream their weights reach the copy rate, ``HBM_EFFICIENCY``: the H100 and H200 files'
+m = 64 GEMMs), so the small tile's main loop, not its memory, sets the time. Fitted by
+``benchmarks/fit_kernels.py`` on that file's fitted families (``fit_grouped``; 0.61, the
+held-out families' 128-row groups then priced within 6.2 %)."""
+
+
+def torch_sm90_tile(op: Gemm, small_tile_rate: float) -> tuple[int, int, float]:
+    """(rows, columns, main-loop rate relative to the 128 x 256 tile) of the CUTLASS kernel
+    PyTorch's grouped GEMMs dispatch on Hopper from each group's shape (``op.m`` rows, ``op.n``
+    columns, ``op.k`` deep; a weight gradient's groups lie along k): bf16 ``torch._grouped_mm``
+    (aten/src/ATen/native/cuda/GroupMM.cu ``dispatch_bf16_grouped_kernel_on_tile_size``, torch
+    2.8-2.11) runs 64 x 128 ping-pong tiles where ``m <= 128 or n <= 128``, else 128 x 256
+    cooperative ones; fp8 ``torch._scaled_grouped_mm`` (ScaledGroupMM.cu
+    ``dispatch_fp8_grouped_gemm_on_tile_size``) the same small tile, and where two of m, n, k
+    reach 2,048 ("large") 256 x 128 with fast accumulation or 128 x 128 without ("use smaller
+    tile for slow accum to avoid spilling", at ``small_tile_rate``: ``roofline.SMALL_TILE_RATE``),
+    else 128 x 256."""
+    if op.m <= 128 or op.n <= 128:
+        return 64, 128, PINGPONG_TILE_RATE
+    if op.dtype == "fp8":
+        big = sum(d >= 2048 for d in (op.m, op.n, op.k)) >= 2
+        if big:
+            return (256, 128, 1.0) if op.fp8_fast_accum else (128, 128, small_tile_rate)
+    return 128, 256, 1.0
+
+
 def _group_row_tiles(op: Gemm, tile: int) -> float:
     """Row tiles one group launches: ragged groups (dropless routing) hold ``m`` rows on
     average, their last tile half full on average (at least one tile)."""
@@ -135,7 +179,8 @@ def empty_program_s(gpu: GPUSpec, op: Gemm) -> float:
 
 
 def grouped_efficiency(gpu: GPUSpec, op: Gemm, *, tile: int, overhead_k: float,
-                       stretch: float) -> float:
+                       stretch: float, hopper_tiles: bool = False,
+                       small_tile_rate: float = 1.0) -> float:
     """Fraction of the GEMM ceiling a grouped GEMM reaches: useful rows over launched row
     tiles, whole waves, each tile's fixed cost. One-kernel implementations spread every
     group's tiles over the SMs together (no split-k) at ``GROUPED_OF_GEMM`` of the dense
@@ -152,12 +197,18 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm, *, tile: int, overhead_k: float,
     n_tiles = math.ceil(op.n / tile)
     streams = GROUPED_STREAMS.get(op.grouped)
     if streams is None:
-        waves = op.batch * row_tiles * n_tiles / sms
         family = RATE_FAMILY.get(op.grouped, op.grouped)
+        rate = GROUPED_OF_GEMM.get(family, 1.0)  # userbuffers chunks: dense cuBLAS
+        if hopper_tiles and family == "cutlass":  # PyTorch's own tile for the group shape
+            rows, cols, tile_rate = torch_sm90_tile(op, small_tile_rate)
+            row_tiles = _group_row_tiles(op, rows)
+            n_tiles = math.ceil(op.n / cols)
+            useful = op.m / rows / row_tiles * op.n / cols / n_tiles
+            rate *= tile_rate
+        waves = op.batch * row_tiles * n_tiles / sms
         if family in TILE_COST_HIDDEN:
             overhead_k = 0.0
-        eff = (useful * waves / math.ceil(waves) * op.k / (op.k * stretch + overhead_k)
-               * GROUPED_OF_GEMM.get(family, 1.0))  # userbuffers chunks: dense cuBLAS
+        eff = useful * waves / math.ceil(waves) * op.k / (op.k * stretch + overhead_k) * rate
         empty = empty_program_s(gpu, op)
         if empty:
             # the real tiles' time at the rate ``roofline.gemm_rate`` gives a 16-bit or

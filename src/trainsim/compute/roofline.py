@@ -449,7 +449,9 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm) -> float:
     module's dense tile, its fixed cost and the block-scale promotion handed over."""
     overhead_k = GEMM_TILE_OVERHEAD_K * gemm_rate(gpu, op) / gpu.gemm_ceiling("bf16")
     return grouped.grouped_efficiency(gpu, op, tile=TILE, overhead_k=overhead_k,
-                                      stretch=1.0 + block_promotion_k(gpu, op))
+                                      stretch=1.0 + block_promotion_k(gpu, op),
+                                      hopper_tiles=smem_fed_mma(gpu),
+                                      small_tile_rate=SMALL_TILE_RATE)
 
 
 def kernel_launches(op: Gemm | Attention | Elementwise) -> int:
