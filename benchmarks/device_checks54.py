@@ -69,6 +69,7 @@ SECTIONS = {"packages": (2, "versions of " + ", ".join(PACKAGES)),
             "grouped_graph": (40, "the grouped cases as CUDA graphs: _grouped_mm, a mm a group on 1 and 4 streams"),
             "grouped_ragged": (15, "top-8 routed (skew 0/0.5/1) vs equal groups, 2 models x 32/128 experts"),
             "attn_grid": (90, "cuDNN / FA2 x dropout 0 / 0.1 over batch x heads x seq x head dims (MLA 192/128)"),
+            "grouped_fp8_graph": (40, "grouped_fp8 as CUDA graphs; cuobjdump's registers / local memory"),
             "attn_grid_graph": (90, "attn_grid with CUDA-graph replays (no host)"),
             "moe_block": (40, f"{len(MOE_CASES)} MoE layer shapes: permute, grouped fc1/fc2, unpermute; eager, graph"),
             "grouped_wgrad": (30, "weight gradients as one _grouped_mm (groups along M) vs one dense GEMM")}
@@ -204,13 +205,14 @@ def _time_grouped(torch, tm, g, r, k, n, reps):
     return t_grp, t_loop, tm.warm(lambda: torch.mm(a, dense_b), reps=reps)
 
 
-def _time_scaled_grouped(torch, tm, g, r, k, n, fast):
-    """Seconds of one fp8 ``torch._scaled_grouped_mm`` with row-wise (unit) scales."""
+def _time_scaled_grouped(torch, tm, g, r, k, n, fast, graph=False):
+    """Seconds of one fp8 ``torch._scaled_grouped_mm`` with row-wise (unit) scales (eager calls, or one
+    CUDA graph's replays)."""
     a, b, offs = _grouped_inputs(torch, g, r, k, n, torch.float8_e4m3fn)
     sa = torch.ones(g * r, device="cuda", dtype=torch.float32)
     sb = torch.ones(g, n, device="cuda", dtype=torch.float32)
     return tm.warm(lambda: torch._scaled_grouped_mm(a, b, sa, sb, offs=offs, out_dtype=torch.bfloat16,
-                                                    use_fast_accum=fast), reps=10)
+                                                    use_fast_accum=fast), reps=10, graph=graph)
 
 
 def grouped(torch, ctx, res):
@@ -238,7 +240,36 @@ def grouped(torch, ctx, res):
                             f"{r} rows a group, L2 warm; {t * 1e6:.1f} us; dense torch.mm {t_dense * 1e6:.1f} us")
 
 
-def grouped_fp8(torch, ctx, res):
+def grouped_fp8_graph(torch, ctx, res):
+    """``grouped_fp8`` timed as CUDA-graph replays (run 1's eager fp8 rows under ~100 us were the host's),
+    and the resource use cuobjdump reports for the image's grouped-GEMM kernels where the image has it."""
+    grouped_fp8(torch, ctx, res, graph=True)
+    res["resource_usage"] = _grouped_kernel_resources(torch)
+
+
+def _grouped_kernel_resources(torch):
+    """Lines of ``cuobjdump --dump-resource-usage`` on libtorch_cuda.so for the grouped-GEMM kernels
+    (registers, stack, local memory: a spill shows as LOCAL > 0), or why there are none."""
+    import glob
+    import os
+    import shutil
+    import subprocess
+    tool = shutil.which("cuobjdump") or next(iter(glob.glob("/usr/local/cuda*/bin/cuobjdump")), None)
+    if tool is None:
+        return "no cuobjdump in the image"
+    lib = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so")
+    try:
+        out = subprocess.run([tool, "--dump-resource-usage", lib], check=False, capture_output=True, text=True,
+                             timeout=120).stdout
+    except Exception as exc:  # noqa: BLE001
+        return f"cuobjdump failed: {exc!r}"[:300]
+    lines = out.splitlines()
+    keep = [(lines[i - 1] if i else "")[:400] + " || " + ln.strip()[:300] for i, ln in enumerate(lines)
+            if "REG:" in ln and i and any(t in lines[i - 1] for t in ("GroupMM", "grouped", "Grouped", "PtrArray"))]
+    return keep[:400] or f"{len(lines)} lines, none for a grouped kernel"
+
+
+def grouped_fp8(torch, ctx, res, graph=False):
     tm = ctx["timer"]
     res.update(failed=[], cases={})
     for model, proj, g, r, k, n in _expert_gemms():
@@ -252,12 +283,13 @@ def grouped_fp8(torch, ctx, res):
                 if ctx["over"]():
                     res["failed"].append(f"{case}: budget spent")
                     continue
-                times[fast] = _time_scaled_grouped(torch, tm, g, r, k, n, fast)
-                ctx["add"](id=f"{ctx['tag']}-{case}", kind="gemm_grouped", implementation="cutlass", dtype="fp8",
+                times[fast] = _time_scaled_grouped(torch, tm, g, r, k, n, fast, graph)
+                ctx["add"](id=f"{ctx['tag']}-{case}{'-graph' if graph else ''}", kind="gemm_grouped", implementation="cutlass", dtype="fp8",
                            m=g * r, n=n, k=k, groups=g, measured_value=f"{flops / times[fast] / 1e12:.5g}",
                            measured_unit="TFLOP/s",
                            note=f"torch._scaled_grouped_mm, row-wise scales, use_fast_accum={fast}, {model} {proj}, "
-                                f"{r} rows a group, L2 warm; {times[fast] * 1e6:.1f} us")
+                                f"{r} rows a group, L2 warm{', one CUDA graph' if graph else ''}; "
+                                f"{times[fast] * 1e6:.1f} us")
         except Exception as exc:  # noqa: BLE001
             res["failed"].append(f"{model}-{proj}-g{g}-r{r}: {exc!r}"[:300])
             continue
@@ -517,7 +549,7 @@ def moe_block(torch, ctx, res):
                         f"index_add), top-k of random logits, one CUDA graph; eager {t_eager * 1e6:.1f} us")
 
 
-FUNCS = {"packages": packages, "attn_grid": attn_grid, "moe_block": moe_block, "attn_grid_graph": attn_grid_graph, "attn_dropout": attn_dropout, "grouped": grouped, "grouped_fp8": grouped_fp8,
+FUNCS = {"packages": packages, "grouped_fp8_graph": grouped_fp8_graph, "attn_grid": attn_grid, "moe_block": moe_block, "attn_grid_graph": attn_grid_graph, "attn_dropout": attn_dropout, "grouped": grouped, "grouped_fp8": grouped_fp8,
          "grouped_graph": grouped_graph, "grouped_ragged": grouped_ragged, "grouped_wgrad": grouped_wgrad}
 
 
