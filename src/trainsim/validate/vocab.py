@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from trainsim.catalog.fallback import FALLBACK_MARK
 from trainsim.catalog.frameworks import version_reading
 from trainsim.config._build import DTYPE_SYNONYMS
 from trainsim.errors import ConfigError
@@ -351,6 +352,7 @@ def normalized_training_row(row: dict[str, str], fallback: int = 0
     from trainsim.validate.written import written_numbers
 
     out, read = written_numbers(row)
+    out.pop(FALLBACK_MARK, None)  # written by ``_fallback`` alone, never read from a file
     stranger = None
     for col in LOWER_COLUMNS:
         text = (row.get(col) or "").strip()
@@ -430,6 +432,7 @@ def _fallback(text: str, key: str, out: dict[str, str], read: dict[str, str],
         why = f"{first}, which its cells select ({why}), refuses it" + \
             (f", and so do {also}" if also else "") + f": {name}'s mechanisms"
     out["framework"], out["framework_version"] = name, version
+    out[FALLBACK_MARK] = key  # its empty cells are the authors' choices (row_unknowns)
     at = f"at its entry of {date}" if version and version == date else \
         f"at its {version} entry" if version else "at its newest entry"
     read["framework"] = f"{text} -> {name} (no profile of {key} here; {why}, {at}, " + \
