@@ -220,56 +220,29 @@ def fallback_order(first: str, date: str = "") -> tuple[tuple[str, str], ...]:
 
 FALLBACK_MARK = "_fallback_of"
 """The key ``validate.vocab`` writes into a normalized training row whose framework has no
-profile here (its value: that framework's name), so the tuner reads the row's empty cells as
-the authors' choices among what the fallback stack offered (:func:`fallback_tuned_options`,
-``validate.row_unknowns``); no CSV column is read into it (``normalized_training_row`` drops
-one that a file carries)."""
+profile here (its value: that framework's name), read by :func:`read_by_fallback`; no CSV
+column is read into it (``normalized_training_row`` drops one that a file carries)."""
 
-FALLBACK_SWITCHES = ("ep_overlap", "cuda_graphs")
-"""The option switches that a row on a framework with no profile here leaves to its authors,
-beyond its fallback stack's own ``tuned_options``, where it states no ``options`` and is an
-MoE run with expert parallelism on a rack-scale NVLink domain (more than 8 GPUs,
-``schema_checks.NVLINK_SCOPES`` ``rack``): each tuned (``validate.row_unknowns.
-tuned_switches``) where the stack had the mechanism at the row's entry
-(:func:`fallback_tuned_options`). The stack's defaults say what its own launch scripts turn
-on; Megatron-core leaves CUDA graphs and the expert all-to-all overlap off
-(``cuda_graph_impl`` none, ``overlap_moe_expert_parallel_comm`` False, core_v0.13.0 to
-core_v0.19.0), while the published MoE runs of the Megatron family on NVL72 racks turn them on
-run by run: Megatron-Bridge v0.5.0 sets full-iteration graphs and the all-to-all overlap for
-every GB200/GB300 FP8_MX MoE workload and for none on 8-GPU B200 or H100 boards
-(megatron-bridge.yaml 26.06), and Megatron-core's own rack runs graph the layers in 4 of 5
-(benchmarks/training_moe_modelzoo.csv, GB200/GB300: cuda_graphs; its 10 H100 rows: none;
-training_mcore_dsv3_gb200.csv steps 06-13). On a board no recipe of either turns them on,
-so the stack's default (off) stands there."""
-
-
-def fallback_tuned_options(profile: object, rack_moe: bool = False) -> tuple[str, ...]:
-    """The option switches tuned for a row on a framework with no profile here that
-    ``profile`` (the fallback stack, at the row's entry) predicts: its own ``tuned_options``;
-    for an expert-parallel MoE run on a rack (``rack_moe``) also each of
-    ``FALLBACK_SWITCHES`` that entry has (CUDA graphs: feature ``cuda_graphs`` recorded true,
-    Megatron-core from 0.7; the expert all-to-all overlap: the schedule nodes it runs in
-    recorded, ``ep_overlap_moe_nodes``, Megatron-core's combined 1F1B from 0.14) and leaves
-    off (not among its ``run_options``, its ``cuda_graphs`` default not on)."""
-    from trainsim.catalog.schema_checks import OPTION_FEATURES
-
-    features = getattr(profile, "features", {}) or {}
-    defaults = getattr(profile, "defaults", {}) or {}
-    own = tuple(defaults.get("tuned_options") or ())
-    if not rack_moe:
-        return own
-    always = set(defaults.get("run_options") or ())
-
-    def had(option: str) -> bool:
-        if option == "ep_overlap":
-            return bool(features.get("ep_overlap_moe_nodes"))
-        return features.get(OPTION_FEATURES[option]) is True and \
-            defaults.get(option) is not True
-
-    return own + tuple(o for o in FALLBACK_SWITCHES
-                       if o not in own and o not in always and had(o))
 
 def read_by_fallback(row: dict[str, str]) -> bool:
     """Whether a normalized training row is on a framework with no profile here
     (``FALLBACK_MARK``)."""
     return bool(str(row.get(FALLBACK_MARK) or "").strip())
+
+
+def keeps_stack_defaults(row: dict[str, str]) -> bool:
+    """Whether the tuner keeps a normalized training row's stack defaults among its candidates
+    wherever they fit (``validate.row_unknowns.KEPT_DEFAULTS``: the gradient-reduce dtype);
+    not for a row on a framework with no profile here. A default kept so is the named
+    framework's own practice (Megatron-LM's --bf16 accumulates and reduces gradients in fp32
+    unless --grad-reduce-in-bf16 is passed, megatron/training/arguments.py validate_args at
+    core_v0.12.0 L582-594), which an unknown framework's is not known to be, and the
+    frameworks built on the same stack differ on it: MLPerf's NeMo and NeMo's fp8 recipes
+    reduce in bf16 (mlperf-nemo.yaml, nemo.yaml; NVIDIA/NeMo@v2.3.0 scripts/performance/
+    utils.py L351), Megatron-Bridge's performance recipes set grad_reduce_in_fp32=False
+    (megatron-bridge.yaml), Megatron-core's DistributedDataParallelConfig.grad_reduce_in_fp32
+    defaults to False (core_v0.8.0). So the dtype is the authors' choice, the fastest that
+    fits, as for a row that names no framework (``validate.unnamed``), among what the stack
+    offered at the row's entry (``validate.row_unknowns.bf16_reduce``: the bf16 candidate
+    where the profile has the flag, Megatron-core from core_v0.12.0; else its dtype stands)."""
+    return not read_by_fallback(row)

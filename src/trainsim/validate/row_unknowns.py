@@ -10,7 +10,6 @@ from typing import Any
 
 from trainsim.catalog import gpu, model_dict, model_name
 from trainsim.catalog.defaults import stage_engines
-from trainsim.catalog.fallback import fallback_tuned_options, read_by_fallback
 from trainsim.catalog.frameworks import flex_backend_runs, uneven_layout, uneven_split
 from trainsim.catalog.schema_checks import OPTION_FEATURES
 from trainsim.config.validity import dispatcher_runs_on
@@ -159,9 +158,7 @@ def tuned_switches(row: dict[str, str], profile: Any,
     profile ``overlap_param_gather`` false), ``tp_overlap`` tensor parallelism (and sequence
     parallelism, ``with_choice``), ``pp_overlap`` a stated interleaved pipeline (as
     ``recipe_options``), ``ep_overlap`` a stated expert-parallel size. A row that names no
-    framework (``profile`` None) leaves ``validate.unnamed.UNNAMED_TUNED_OPTIONS`` to it; a row
-    on a framework with no profile here, what its fallback stack had at its entry
-    (``catalog.fallback.fallback_tuned_options``)."""
+    framework (``profile`` None) leaves ``validate.unnamed.UNNAMED_TUNED_OPTIONS`` to it."""
     tp, pp = int(row["tp"]), int(row["pp"])
     try:
         dp = int(row["num_gpus"]) // (tp * pp * int(_cell(row, "cp") or 1))
@@ -172,7 +169,6 @@ def tuned_switches(row: dict[str, str], profile: Any,
             "ep_overlap": int(_cell(row, "ep") or 1) > 1, "cuda_graphs": True}
     keys = []
     tuned = UNNAMED_TUNED_OPTIONS if profile is None else \
-        fallback_tuned_options(profile, rack_moe(row)) if read_by_fallback(row) else \
         profile.defaults.get("tuned_options") or ()
     for option in tuned:
         feature = OPTION_FEATURES[option]
@@ -185,18 +181,6 @@ def tuned_switches(row: dict[str, str], profile: Any,
         else:
             keys.append(SWITCH_KEYS[option])
     return keys
-
-
-def rack_moe(row: dict[str, str]) -> bool:
-    """Whether a row is an MoE run with a stated expert-parallel size above 1 on an NVLink
-    domain of rack scale (``schema_checks.NVLINK_SCOPES``: more than 8 GPUs; the row's
-    ``gpus_per_node``, else the catalog node of its GPU, ``row_settings.node_size``)."""
-    from trainsim.catalog.schema_checks import NVLINK_SCOPES
-    from trainsim.validate.row_settings import node_size
-
-    if int(_cell(row, "ep") or 1) <= 1:
-        return False
-    return int(_cell(row, "gpus_per_node") or node_size(row)) > NVLINK_SCOPES["rack"]
 
 
 #: the ``with_choice`` key of each tuned option switch (``tuned_switches``)
