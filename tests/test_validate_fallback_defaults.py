@@ -1,7 +1,8 @@
-"""A row on a framework with no profile here keeps none of its fallback stack's defaults that
-the tuner keeps for a named framework wherever they fit (the gradient-reduce dtype): the
-unknown framework's practice is not known, so the dtype is the authors' choice among what the
-stack offered at the row's entry (catalog.fallback.keeps_stack_defaults)."""
+"""An fp8 row on a framework with no profile here keeps none of its fallback stack's defaults
+that the tuner keeps for a named framework wherever they fit (the gradient-reduce dtype): the
+frameworks on that stack reduce fp8 runs' gradients in bf16 and their 16-bit runs' in fp32, so
+an fp8 run's dtype is the authors' choice among what the stack offered at the row's entry
+(catalog.fallback.keeps_stack_defaults)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,12 @@ def test_a_row_on_an_unknown_framework_is_marked_and_a_named_one_is_not():
     # a file cannot set the mark: only the fallback rule writes it
     marked = normalized_training_row({**row, "framework": "mlperf-nemo", FALLBACK_MARK: "x"})[0]
     assert not read_by_fallback(marked)
+
+
+def test_a_16_bit_row_on_an_unknown_framework_keeps_the_stacks_fp32_default():
+    row = normalized_training_row(_row(PUBLIC, "mlperf40-gpt3-175b-11616", dtype="bf16",
+                                       fp8_recipe=""))[0]
+    assert read_by_fallback(row) and keeps_stack_defaults(row)
 
 
 def test_an_unknown_framework_keeps_no_fp32_reduce_default():

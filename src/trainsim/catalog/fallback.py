@@ -233,16 +233,22 @@ def read_by_fallback(row: dict[str, str]) -> bool:
 def keeps_stack_defaults(row: dict[str, str]) -> bool:
     """Whether the tuner keeps a normalized training row's stack defaults among its candidates
     wherever they fit (``validate.row_unknowns.KEPT_DEFAULTS``: the gradient-reduce dtype);
-    not for a row on a framework with no profile here. A default kept so is the named
-    framework's own practice (Megatron-LM's --bf16 accumulates and reduces gradients in fp32
-    unless --grad-reduce-in-bf16 is passed, megatron/training/arguments.py validate_args at
-    core_v0.12.0 L582-594), which an unknown framework's is not known to be, and the
-    frameworks built on the same stack differ on it: MLPerf's NeMo and NeMo's fp8 recipes
-    reduce in bf16 (mlperf-nemo.yaml, nemo.yaml; NVIDIA/NeMo@v2.3.0 scripts/performance/
-    utils.py L351), Megatron-Bridge's performance recipes set grad_reduce_in_fp32=False
-    (megatron-bridge.yaml), Megatron-core's DistributedDataParallelConfig.grad_reduce_in_fp32
-    defaults to False (core_v0.8.0). So the dtype is the authors' choice, the fastest that
+    not for a row on a framework with no profile here that runs fp8 GEMMs (dtype ``fp8``,
+    any recipe). A default kept so is the named framework's own practice (Megatron-LM's --bf16
+    accumulates and reduces gradients in fp32 unless --grad-reduce-in-bf16 is passed,
+    megatron/training/arguments.py validate_args at core_v0.12.0 L582-594), which an unknown
+    framework's is not known to be; what the frameworks built on that stack did splits by the
+    run's precision: their fp8 recipes reduce in bf16 (NVIDIA/NeMo@v2.3.0
+    scripts/performance/utils.py set_primary_perf_configs L351 ``grad_reduce_in_fp32 = False``
+    under fp8; every NeMo-Framework-Launcher 24.07 fp8 example passes grad_sync_dtype bf16,
+    nemo.yaml; MLPerf's NeMo, mlperf-nemo.yaml; Megatron-LM's own FP8 example
+    examples/llama/train_llama3_8b_h100_fp8.sh @ bf6e99859f L95 --grad-reduce-in-bf16), their
+    bf16 runs keep fp32 (NeMo 2 recipes/precision/mixed_precision.py bf16_mixed
+    grad_reduce_in_fp32=True). So an fp8 run's dtype is the authors' choice, the fastest that
     fits, as for a row that names no framework (``validate.unnamed``), among what the stack
-    offered at the row's entry (``validate.row_unknowns.bf16_reduce``: the bf16 candidate
-    where the profile has the flag, Megatron-core from core_v0.12.0; else its dtype stands)."""
-    return not read_by_fallback(row)
+    offered at the row's entry (``validate.row_unknowns.bf16_reduce``: the bf16 candidate where
+    the profile has the flag, Megatron-core from core_v0.12.0; else its dtype stands); a 16-bit
+    run keeps the stack's fp32 wherever it fits."""
+    if not read_by_fallback(row):
+        return True
+    return str(row.get("dtype") or "bf16").strip().lower() != "fp8"
