@@ -24,6 +24,12 @@ import functools
 import heapq
 import math
 
+from trainsim.compute.attention_dropout import (  # noqa: F401 - ATTN_DROPOUT_*: re-exported
+    ATTN_DROPOUT_BWD,
+    ATTN_DROPOUT_FWD,
+    dropout_draw_s,
+    dropout_rate_share,
+)
 from trainsim.compute.attention_head_dims import kernel_head_dims, padded_mma_share
 from trainsim.compute.attention_rocm import aotriton_share
 from trainsim.compute.block_sums import (
@@ -486,17 +492,6 @@ def ampere_kernel_share(gpu: GPUSpec) -> float:
 
 
 AMPERE_KERNELS = frozenset(k for k, fam in ATTENTION_FAMILY.items() if fam == "flash2")
-ATTN_DROPOUT_FWD, ATTN_DROPOUT_BWD = 0.80, 0.65
-"""Fused attention with dropout generates a Philox random number per score, in the forward
-and again in the backward; priced as a slower matmul rate for every fused kernel. The figures
-are FlashAttention-4's on Blackwell: Dao-AILab/flash-attention PR #2597 ("[Cute Sm100] support
-dropout"; GB200, bf16, 16 heads, ~32k tokens, p 0.125, beside cuDNN 9.24): "fwd ~ 75-85%, bwd ~
-60-70% of no-drop TFLOPS". FlashAttention-2 (SDPA's flash backend) on an H200 agrees forward
-at head dim 128 (1.17-1.26x the time with dropout 0.1, priced 1.19-1.20x) but not backward:
-forward + backward 1.10-1.17x, priced 1.38-1.43x; at head dim 64 the forward takes 1.30-1.34x,
-priced 1.17x (benchmarks/kernels_h200_fa_dropout.csv, fa_dropout40.py). The per-score draws of
-benchmarks/candidates/fa2_dropout_philox.patch price those but move the NeMo GPT-3 FA2 rows
-fast (RESULTS.md, 40th session, dropout40)."""
 
 
 CAUSAL_TAIL_EXACT_BLOCKS = 1 << 16
@@ -565,8 +560,8 @@ def fused_attention_work(gpu: GPUSpec, op: Attention, bwd_tail: bool = False) ->
     it against memory time and adds the launch."""
     peak = gpu.gemm_ceiling("bf16")
     frac = attention_fraction(op.impl, op.backward, gpu)
-    if op.dropout:
-        frac *= ATTN_DROPOUT_BWD if op.backward else ATTN_DROPOUT_FWD
+    if op.dropout:  # a slower matmul rate where the draws are not priced per score
+        frac *= dropout_rate_share(op.impl, op.backward, gpu)
     scores_per_head, tile = _scores_and_tile(op, gpu.sm_arch)
     stretch = scores_per_head / op.pairs  # scores computed per useful score
     scores = op.batch * op.heads * op.pairs * stretch
@@ -582,7 +577,7 @@ def fused_attention_work(gpu: GPUSpec, op: Attention, bwd_tail: bool = False) ->
     # limit (``power_scale``) slow them as they slow the tensor cores
     exp_rate = gpu.flops("bf16") / gpu.flops_per_exp * gpu.sustained_of_burst * gpu.power_scale
     exposed = SOFTMAX_EXP_EXPOSED * (0.5 if op.impl == "flash4" else 1.0)
-    work = mma + exposed * scores / exp_rate
+    work = mma + exposed * scores / exp_rate + dropout_draw_s(gpu, op, scores)
     if op.impl == "flash1":
         work += flash1_split_k_s(gpu, op)
     if op.causal and not op.backward and op.window is None and op.q_len == op.kv_len:
