@@ -197,7 +197,7 @@ def table(rows: list[dict[str, str]]) -> list[dict]:
         out.append({
             "id": drop["id"], "part": "fit" if drop["id"].startswith("dc54-") else "held-out",
             "implementation": drop["implementation"], "kind": drop["kind"],
-            "head_dim": int(drop["head_dim"]),
+            "head_dim": int(drop["head_dim"]), "no_dropout_us": float(base["measured_value"]),
             "measured": round(measured / float(base["measured_value"]), 4),
             "before": round(before1 / before0, 4), "shipped": round(after1 / after0, 4),
             "error_before": round(before1 / (measured * 1e-6) - 1, 4),

@@ -20,6 +20,11 @@ launch and timing noise, not the kernel); head dim 64 is held out. The matmul ti
 multiplies is read back from the shipped prices (``priced_pairs``), so the fit needs no model
 internals and the candidate, at these shapes, prices exactly this.
 
+Superseded (54th session): FA2's draws are now priced per computed score from the 54th session's
+H200 runs (``compute.attention_dropout``, benchmarks/dropout54_fit.py), which also holds these
+rows out; this script prices as the 40th session's model did (``priced_s``), and the candidate
+patch no longer applies.
+
 usage: PYTHONPATH=src python benchmarks/fa_dropout40.py [--write-csv] [--format json]
 """
 
@@ -27,13 +32,14 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import json
 import statistics
 import sys
 from pathlib import Path
 
-from trainsim.compute.attention import ATTN_DROPOUT_BWD, ATTN_DROPOUT_FWD
+from trainsim.compute import attention_dropout
+from trainsim.compute.attention_dropout import ATTN_DROPOUT_BWD, ATTN_DROPOUT_FWD
+from trainsim.validate import kernels
 from trainsim.validate.kernels import predict_kernel_row
 
 HERE = Path(__file__).resolve().parent
@@ -89,7 +95,17 @@ def read_rows(path: Path = CSV_PATH) -> list[dict[str, str]]:
 
 
 def priced_s(row: dict[str, str]) -> float:
-    res = predict_kernel_row(row)
+    """The row's price with every kernel's dropout a slower matmul rate, as this session's model
+    priced it (since the 54th session FA2's draws are priced per score instead:
+    ``compute.attention_dropout``, benchmarks/dropout54_fit.py)."""
+    saved = attention_dropout.DROPOUT_KERNEL
+    kernels._model.cache_clear()  # the models keep each op's price
+    attention_dropout.DROPOUT_KERNEL = {}
+    try:
+        res = predict_kernel_row(row)
+    finally:
+        attention_dropout.DROPOUT_KERNEL = saved
+        kernels._model.cache_clear()
     if res.error:
         raise SystemExit(f"{row['id']}: {res.error}")
     return res.extra["time_s"]
@@ -177,9 +193,6 @@ def main(argv: list[str] | None = None) -> int:
             w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
             w.writeheader()
             w.writerows(rows)
-    if importlib.util.find_spec("trainsim.compute.attention_dropout") is not None:
-        raise SystemExit("the candidate patch is applied: this fit reads the matmul time back "
-                         "from the shipped slowdown, so run it on the tree without the patch")
     rows = read_rows()
     out = {"fitted": list(fit(rows)), "rows": table(rows)}
     if args.format == "json":

@@ -1,8 +1,9 @@
 """Attention dropout on FlashAttention-2, measured on an H200 (40th session, runs 1 and 4;
 benchmarks/kernels_h200_fa_dropout.csv, benchmarks/fa_dropout40.py): kernel rows state their
-dropout in the note, the shipped slowdown (FA4's GB200 figures) prices FA2's forward right and its
-backward ~1.5x too dear, and the per-score draws of benchmarks/candidates/
-fa2_dropout_philox.patch are the script's fit."""
+dropout in the note, the slowdown shipped until the 54th session (FA4's GB200 figures, which
+``fa_dropout40.priced_s`` still prices) prices FA2's forward right and its backward ~1.5x too
+dear, and the per-score draws of benchmarks/candidates/fa2_dropout_philox.patch are the script's
+fit (superseded by ``compute.attention_dropout``: tests/test_dropout54.py)."""
 
 from __future__ import annotations
 

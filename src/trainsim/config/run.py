@@ -31,6 +31,7 @@ from trainsim.config.validity import (
     DISPATCHER_MIN_SM,
     dispatcher_fits,
     dispatcher_runs_on,
+    dropout_attention_problem,
     head_dim_problem,
     kv_heads_fit,
     kv_heads_problem,
@@ -127,6 +128,9 @@ class RunConfig:
         problem = head_dim_problem(t.attention, m.qk_dim // m.num_attention_heads,
                                    m.v_dim // m.num_attention_heads, c.gpu.sm_arch)
         if problem:  # config.validity: FUSED_MAX_HEAD_DIM, flash4's and ck's heads
+            raise ConfigError(problem)
+        problem = dropout_attention_problem(t.attention, m.attention_dropout)
+        if problem:  # FlashAttention-3 and -4 take no dropout
             raise ConfigError(problem)
         # config.training.NVIDIA_ONLY_ATTENTION (cuDNN, FlashAttention-3/4) and
         # AMD_ONLY_ATTENTION (ROCm Transformer Engine's CK): the other vendor's are refused,

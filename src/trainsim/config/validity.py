@@ -258,6 +258,30 @@ def head_dim_problem(attention: str, qk: int, v: int, sm_arch: int | None = None
             f"{HEAD_DIM_FALLBACK[attention]}")
 
 
+NO_DROPOUT_ATTENTION = {
+    "flash3": "hopper/flash_attn_interface.py L809 flash_attn_func",
+    "flash4": "flash_attn/cute/interface.py L3371 flash_attn_func",
+}
+"""Fused kernels that take no attention dropout: FlashAttention-3's and -4's ``flash_attn_func``
+have no ``dropout_p`` (Dao-AILab/flash-attention@0251105a, the lines named; FA4's dropout is
+PR #2597, open). Transformer Engine turns both off when the attention has dropout and runs its
+cuDNN fused attention on Hopper and later (NVIDIA/TransformerEngine@d0067d0d
+pytorch/attention/dot_product_attention/utils.py L1104-L1111, "Disabling FlashAttention 3 for
+dropout"; L1647-L1653, FusedAttention preferred on Hopper+), or FlashAttention-2."""
+
+
+def dropout_attention_problem(attention: str, dropout: float,
+                              field: str = "training.attention") -> str | None:
+    """Why ``attention`` cannot run the model's attention dropout ``dropout``, or None
+    (``NO_DROPOUT_ATTENTION``)."""
+    if dropout <= 0 or attention not in NO_DROPOUT_ATTENTION:
+        return None
+    return (f"{field}={attention} takes no attention dropout ({NO_DROPOUT_ATTENTION[attention]} "
+            f"has no dropout_p), but model.attention_dropout={dropout:g}; Transformer Engine "
+            f"runs cuDNN instead: set {field} to cudnn (or flash2), or model.attention_dropout "
+            "to 0")
+
+
 ATTENTION_ROW_DTYPES = ("bf16", "fp16")
 """The dtypes of the attention kernels trainsim prices (``compute.attention``'s rates are those
 of 16-bit kernels; a training run's attention is 16-bit even under fp8 GEMMs): a kernel row in
