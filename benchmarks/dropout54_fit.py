@@ -39,6 +39,7 @@ from trainsim.validate.kernels import predict_kernel_row
 
 HERE = Path(__file__).resolve().parent
 RUN54 = HERE / "h200_2026-11-28_s54" / "device_checks54.json"
+RUN4 = HERE / "h200_2026-11-28_s54" / "run4" / "device_checks54.json"
 RUN7 = HERE / "h200_2026-11-27_s40" / "run7_device_checks40.json"
 FA2_HELD = HERE / "kernels_h200_fa_dropout.csv"
 CSV_PATH = HERE / "kernels_h200_attn_dropout54.csv"
@@ -111,8 +112,34 @@ def rows_run7(path: Path = RUN7) -> list[dict[str, str]]:
     return rows
 
 
+def rows_run4(path: Path = RUN4) -> list[dict[str, str]]:
+    """Run 4's ``attn_grid_graph`` timings (SDPA cuDNN and FA2, causal, batch 1-4 x 4-32 heads x
+    2,048-16,384 tokens x head dims 64 and 128, each a CUDA graph's replays: kernel time without
+    the host) as kernels rows, forward and forward + backward. MLA's 192/128 heads are left out:
+    a kernels row states one head dim."""
+    run = json.loads(path.read_text())
+    source = _source(run, "device_checks54.py", "attn_grid_graph")
+    rows = []
+    for case, t in run["sections"]["attn_grid_graph"]["times"].items():
+        backend, b, s, h, d, p = case.split("-")
+        qk, v = d[1:].split("x")
+        if qk != v:
+            continue
+        impl = IMPL[backend]
+        for field, kind in KINDS7.items():
+            how = "forward" if field == "fwd_us" else "forward + backward"
+            rows.append(_row(
+                id=f"dc54r4-h200-{impl}-{b}-{s}-{h}-d{qk}-{p}-{field[:-3]}", source=source,
+                gpu=run["env"]["gpu"], kind=kind, implementation=impl, batch=b[1:],
+                seq_len=s[1:], heads=h[1:], kv_heads=h[1:], head_dim=qk, causal="1",
+                measured_value=f"{t[field]:g}",
+                note=f"SDPA {BACKEND[impl]}, causal, dropout {p[1:]}; {how}; one CUDA graph of 5 "
+                     "calls between two events, median of 3"))
+    return rows
+
+
 def all_rows() -> list[dict[str, str]]:
-    return rows_run54() + rows_run7()
+    return rows_run54() + rows_run7() + rows_run4()
 
 
 def read_rows(path: Path = CSV_PATH) -> list[dict[str, str]]:
@@ -195,7 +222,9 @@ def table(rows: list[dict[str, str]]) -> list[dict]:
             before0, before1 = priced_s(base), priced_s(drop)
         after0, after1 = priced_s(base), priced_s(drop)
         out.append({
-            "id": drop["id"], "part": "fit" if drop["id"].startswith("dc54-") else "held-out",
+            "id": drop["id"], "part": ("fit" if drop["id"].startswith("dc54-") else
+                                       "held-out graphed" if drop["id"].startswith("dc54r4-")
+                                       else "held-out"),
             "implementation": drop["implementation"], "kind": drop["kind"],
             "head_dim": int(drop["head_dim"]), "no_dropout_us": float(base["measured_value"]),
             "measured": round(measured / float(base["measured_value"]), 4),

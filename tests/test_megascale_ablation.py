@@ -56,7 +56,7 @@ def _six_technique_gain(ablation) -> tuple[float, float]:
     return last.published_mfu - base.published_mfu, last_mfu - base_mfu
 
 
-@pytest.mark.xfail(strict=True, reason="issue 5 acceptance 2 not met: predicted +9.5 vs "
+@pytest.mark.xfail(strict=True, reason="issue 5 acceptance 2 not met: predicted +10.1 vs "
                    "+13.5; the parallel block (+2.0 vs +4.6) and PP overlap (+0.7 vs +2.5)")
 def test_the_six_techniques_gain_is_within_three_points_of_the_published_gain(ablation):
     """Issue 5, acceptance 2: the six techniques raise MFU by within 3 points of the published
@@ -68,6 +68,9 @@ def test_the_six_techniques_gain_is_within_three_points_of_the_published_gain(ab
 
 def test_the_six_techniques_gain_stays_where_it_was_measured(ablation):
     """A regression guard both ways on the predicted gain: +10.9 points, then +9.8 after the
-    2026-11-23 kernel refit, +9.5 after the 2026-11-24 attention refit (0a4dd83). A model
-    change that moves it by more than half a point must say why here."""
-    assert _six_technique_gain(ablation)[1] == pytest.approx(0.095, abs=0.005)
+    2026-11-23 kernel refit, +9.5 after the 2026-11-24 attention refit (0a4dd83), +9.9 by the
+    54th session, +10.05 after dropout54 (FlashAttention-2's dropout priced as draws per score
+    from the H200's kernels, not FA4's Blackwell rate share: its backward with dropout 0.1 costs
+    1.14x, not ~1.5x, so the efficient-operators step gains +2.0 points against +1.8, published
+    +1.7). A model change that moves it by more than half a point must say why here."""
+    assert _six_technique_gain(ablation)[1] == pytest.approx(0.1005, abs=0.005)

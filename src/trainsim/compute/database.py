@@ -10,7 +10,7 @@ measured time on one GPU, alone, at its boost clock.
 * attention by implementation (``cudnn``, ``flash2``, ...), head dim, causality, direction,
   dropout and window, located in (query length, key length, GQA ratio, batch x heads); an
   attention with dropout and no record of its own is the same kernel's dropout-free
-  measurement times the analytic model's dropout slowdown (``ATTN_DROPOUT_FWD``/``_BWD``:
+  measurement times the analytic model's dropout slowdown (``compute.attention_dropout``:
   a Philox number per score), so a profile taken without dropout still prices training
   runs that use it;
 * memory-bound ops by kernel family and implementation (``rmsnorm``/``fused``,
