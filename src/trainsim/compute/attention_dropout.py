@@ -45,7 +45,9 @@ heads, 16 or 4 key/value heads, head dim 128, 4,096 and 8,192 tokens, causal). F
 ``benchmarks/dropout54_fit.py``: per kernel and direction the median over the four shapes of the
 clocks that price the measured time ratio on top of the kernel's priced time with dropout off.
 Held out: cuDNN's 8 shapes of run 7 (benchmarks/h200_2026-11-27_s40, head dim 64 and 128, b 1-4,
-unmasked) and FlashAttention-2's 8 of runs 1 and 4 (benchmarks/kernels_h200_fa_dropout.csv).
+unmasked), FlashAttention-2's 8 of runs 1 and 4 there (benchmarks/kernels_h200_fa_dropout.csv) and
+this session's run 4 (120 cuDNN and FA2 shapes as CUDA-graph replays: cuDNN's forward with dropout
+priced at 3.0 % MAPE, was 50.8 %).
 
 ``flash2`` is FlashAttention-2's kernel, which PyTorch SDPA's flash backend vendors: both draw
 one Philox call per 16 scores (pytorch/pytorch@b22c8075 aten/src/ATen/native/transformers/cuda/
