@@ -1,0 +1,184 @@
+"""What re-timing a repeated topology could save a search (issue 21 item 4, speed54): the graphs
+its simulations hand the event loop, grouped by topology (every task's stream, dependencies and
+what it slows, all equal: only durations differ), and for each lever the count that decides it.
+
+    PYTHONPATH=src:benchmarks python benchmarks/speed54_retime.py             # the 22B search
+    PYTHONPATH=src:benchmarks python benchmarks/speed54_retime.py --model mixtral-8x7b \
+        --gpu h100-sxm-80gb --gpus 64 --global-batch 256 --seq 4096
+
+1. **A max-plus pass** (each task starts at the latest end of its stream's previous task and of
+   its dependencies) gives the event loop's times to the bit where no contention acts: where
+   no task that slows a stream (``Task.slows``) runs at any moment a task of that stream runs
+   (``engine.loop``'s ``shift`` would book work at a changed rate and move a finish). A task
+   that ends as a holder starts, or starts as it ends, counts as meeting it unless the later
+   depends on the earlier (then the loop handles the end first; otherwise equal-time events
+   go in task order and rounding need not come back to the bit). Checked here on the loop's
+   own timeline; ``tests/test_retime_condition.py`` checks that the condition gives the
+   loop's times to the bit. Graphs with no holder at all are already one pass
+   (``_uncontended_prefix``, ``cut == inf``); the count that matters is the graphs with holders
+   that meet the condition.
+2. **A per-process cache of the loop's setup** (stream ids, queues, dependents, holders),
+   keyed by the topology: its key has to be read off the tasks (the builder does not give
+   one), so it is worth the setup it skips on repeats less the key it builds on every graph.
+   Both are timed here on the recorded graphs, best of 5, the collector paused as in
+   ``simulate``.
+3. **Skipping placement** of a repeated topology (the builder split into structure and
+   durations): its ceiling is the repeats' share of the builder's placement time, timed per
+   graph build here (``pipeline`` plus ``optimizer_steps``).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from itertools import chain
+from operator import attrgetter
+
+from search_profile import problem_parser, recorded_search
+
+_stream, _deps, _slows = attrgetter("stream"), attrgetter("deps"), attrgetter("slows")
+
+
+def topology(tasks) -> tuple:
+    """Every field the loop reads but durations, as one hashable value (C-level maps only)."""
+    deps = list(map(_deps, tasks))
+    return (tuple(map(_stream, tasks)), tuple(map(_slows, tasks)), tuple(map(len, deps)),
+            tuple(chain.from_iterable(deps)))
+
+
+def contention_free(tasks, tl) -> bool:
+    """Whether no task that slows a stream meets a task of that stream: each ends before the
+    holder starts (or at its start, as its dependency) or starts after it ends (or at its end,
+    as its dependent); ``tests/test_retime_condition.py``."""
+    for h, t in enumerate(tasks):
+        if t.slows is None or t.slows[0] not in tl.queues:
+            continue
+        hs, he = tl.start_s[h], tl.end_s[h]
+        for j in tl.queues[t.slows[0]]:
+            if j != h and not (tl.end_s[j] < hs or tl.start_s[j] > he
+                               or tl.end_s[j] == hs and j in t.deps
+                               or tl.start_s[j] == he and h in tasks[j].deps):
+                return False
+    return True
+
+
+def setup(tasks) -> None:
+    """``engine.loop._run``'s setup pass as it stands (what a cached structure would skip)."""
+    n = len(tasks)
+    stream_of, duration, waiting = [0] * n, [0.0] * n, [0] * n
+    ids: dict = {}
+    queues: list[list[int]] = []
+    holders = []
+    dependents: list[list[int]] = [[] for _ in range(n)]
+    for i, t in enumerate(tasks):
+        duration[i] = t.duration_s
+        deps = t.deps
+        if deps:
+            waiting[i] = len(deps)
+            for dep in deps:
+                dependents[dep].append(i)
+        sid = ids.get(t.stream)
+        if sid is None:
+            sid = ids[t.stream] = len(queues)
+            queues.append([])
+        stream_of[i] = sid
+        queues[sid].append(i)
+        if t.slows is not None:
+            holders.append(i)
+
+
+def best(fn, graphs, n: int = 5) -> float:
+    out = float("inf")
+    for _ in range(n):
+        t = time.process_time()
+        for g in graphs:
+            fn(g)
+        out = min(out, time.process_time() - t)
+    return out
+
+
+def main() -> int:
+    args = problem_parser(__doc__).parse_args()
+    import trainsim.simulator as sim
+    from trainsim.engine import loop
+
+    runs: list = []  # (tasks, timeline, placement CPU of the graph's build or None)
+    placed: dict[int, float] = {}
+    run_loop = loop._run
+    pipeline, steps = sim._TaskGraph.pipeline, sim._TaskGraph.optimizer_steps
+
+    def timed_pipeline(self):
+        t = time.process_time()
+        try:
+            return pipeline(self)
+        finally:
+            placed[id(self.tasks)] = time.process_time() - t
+
+    def timed_steps(self):
+        t = time.process_time()
+        try:
+            return steps(self)
+        finally:
+            placed[id(self.tasks)] += time.process_time() - t
+
+    def recording(tasks, prefix):
+        tl = run_loop(tasks, prefix)
+        runs.append((tasks, tl, placed.get(id(tasks))))
+        return tl
+
+    loop._run, sim._TaskGraph.pipeline, sim._TaskGraph.optimizer_steps = \
+        recording, timed_pipeline, timed_steps
+    try:
+        recorded_search(args)
+    finally:
+        loop._run, sim._TaskGraph.pipeline, sim._TaskGraph.optimizer_steps = \
+            run_loop, pipeline, steps
+
+    seen: set = set()
+    repeats: list = []
+    first_place = repeat_place = 0.0
+    for tasks, _, cpu in runs:
+        key = topology(tasks)
+        again = key in seen
+        seen.add(key)
+        if again:
+            repeats.append(tasks)
+        if cpu is not None:
+            if again:
+                repeat_place += cpu
+            else:
+                first_place += cpu
+    n_tasks = sum(len(t) for t, _, _ in runs)
+    no_holder = sum(all(t.slows is None or t.slows[0] not in tl.queues for t in tasks)
+                    for tasks, tl, _ in runs)
+    free = [tasks for tasks, tl, _ in runs if contention_free(tasks, tl)]
+    stretched = [sum(tl.end_s[i] - tl.start_s[i] > t.duration_s * (1 + 1e-9) for i, t in enumerate(tasks))
+                 for tasks, tl, _ in runs]
+    print(f"{args.model} on {args.gpus} x {args.gpu}: {len(runs)} graphs run, {n_tasks:,} tasks;"
+          f" {len(seen)} topologies, {len(repeats)} repeats ({sum(map(len, repeats)):,} tasks)")
+    print(f"1. max-plus: {no_holder} graphs with no holder (one pass already); "
+          f"{len(free) - no_holder} with holders and no contention ({sum(map(len, free)):,} "
+          f"tasks in all); {sum(1 for s in stretched if s)} graphs with a task stretched, "
+          f"{sum(stretched):,} tasks stretched (by over 1e-9 of their duration)")
+    graphs = [t for t, _, _ in runs]
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        loop_s = best(lambda g: run_loop(g, True), graphs)
+        setup_s = best(setup, graphs)
+        repeat_setup_s = best(setup, repeats)
+        key_s = best(lambda g: hash(topology(g)), graphs)
+    finally:
+        if was:
+            gc.enable()
+    print(f"2. setup cache: the loop {loop_s:.3f} s, its setup {setup_s:.3f} s, the repeats' "
+          f"setup {repeat_setup_s:.3f} s (what a cache skips) against the key on every graph "
+          f"{key_s:.3f} s: net {repeat_setup_s - key_s:+.3f} s")
+    print(f"3. placement: first builds {first_place:.3f} s, repeated topologies' builds "
+          f"{repeat_place:.3f} s (a structure/duration split's ceiling, less pricing the "
+          f"durations)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
