@@ -5,6 +5,7 @@ what it slows, all equal: only durations differ), and for each lever the count t
     PYTHONPATH=src:benchmarks python benchmarks/speed54_retime.py             # the 22B search
     PYTHONPATH=src:benchmarks python benchmarks/speed54_retime.py --model mixtral-8x7b \
         --gpu h100-sxm-80gb --gpus 64 --global-batch 256 --seq 4096
+    PYTHONPATH=src:benchmarks python benchmarks/speed54_retime.py --loop-ab /path/to/other/src
 
 1. **A max-plus pass** (each task starts at the latest end of its stream's previous task and of
    its dependencies) gives the event loop's times to the bit where no contention acts: where
@@ -17,11 +18,14 @@ what it slows, all equal: only durations differ), and for each lever the count t
    loop's times to the bit. Graphs with no holder at all are already one pass
    (``_uncontended_prefix``, ``cut == inf``); the count that matters is the graphs with holders
    that meet the condition.
-2. **A per-process cache of the loop's setup** (stream ids, queues, dependents, holders),
-   keyed by the topology: its key has to be read off the tasks (the builder does not give
-   one), so it is worth the setup it skips on repeats less the key it builds on every graph.
-   Both are timed here on the recorded graphs, best of 5, the collector paused as in
-   ``simulate``.
+2. **A cache of the loop's setup** (stream ids, queues, dependents, holders) inside
+   ``runs_shared``, keyed by the topology: its key has to be read off the tasks (the builder
+   does not give one), so it is worth the setup it skips on repeats less the key it builds on
+   every graph. Both are timed here on the recorded graphs, best of 5, the collector paused as
+   in ``simulate``. ``--loop-ab SRC``: the recorded graphs run through this tree's loop and
+   ``SRC``'s ``engine/loop.py``, each inside a fresh ``runs_shared`` a round (best of 3,
+   ``--pairs`` alternated rounds), and every timeline compared to the bit (speed54 timed its
+   cache, commit 97a3ac9e, so against main's loop; not landed).
 3. **Skipping placement** of a repeated topology (the builder split into structure and
    durations): its ceiling is the repeats' share of the builder's placement time, timed per
    graph build here (``pipeline`` plus ``optimizer_steps``).
@@ -63,7 +67,8 @@ def contention_free(tasks, tl) -> bool:
 
 
 def setup(tasks) -> None:
-    """``engine.loop._run``'s setup pass as it stands (what a cached structure would skip)."""
+    """``engine.loop._run``'s setup pass as it stands (what a cached structure would skip):
+    per task its duration, dependents, stream's queue and whether it slows a stream."""
     n = len(tasks)
     stream_of, duration, waiting = [0] * n, [0.0] * n, [0] * n
     ids: dict = {}
@@ -97,8 +102,42 @@ def best(fn, graphs, n: int = 5) -> float:
     return out
 
 
+def loop_ab(graphs, other_src: str, pairs: int) -> None:
+    """This tree's loop against ``other_src``'s on ``graphs``, alternated (see the docstring)."""
+    import importlib.util
+    import sys
+
+    from trainsim.engine import loop
+
+    spec = importlib.util.spec_from_file_location("other_loop",
+                                                  f"{other_src}/trainsim/engine/loop.py")
+    other = importlib.util.module_from_spec(spec)
+    sys.modules["other_loop"] = other  # a dataclass looks its module up while it is made
+    spec.loader.exec_module(other)
+
+    def one_round(mod) -> float:
+        t = time.process_time()
+        with mod.runs_shared():
+            for g in graphs:
+                mod._run(g, True)
+        return time.process_time() - t
+
+    for _ in range(pairs):
+        a = min(one_round(other) for _ in range(3))
+        b = min(one_round(loop) for _ in range(3))
+        print(f"   loop inside runs_shared: other {a:.3f} s, this tree {b:.3f} s ({b / a - 1:+.1%})")
+    with loop.runs_shared(), other.runs_shared():
+        for g in graphs:
+            x, y = loop._run(g, True), other._run(g, True)
+            assert (x.start_s, x.end_s, x.queues) == (y.start_s, y.end_s, y.queues)
+    print(f"   every timeline the same to the bit ({len(graphs)} graphs)")
+
+
 def main() -> int:
-    args = problem_parser(__doc__).parse_args()
+    ap = problem_parser(__doc__)
+    ap.add_argument("--loop-ab", default=None, help="another tree's src/ to time its loop against")
+    ap.add_argument("--pairs", type=int, default=2)
+    args = ap.parse_args()
     import trainsim.simulator as sim
     from trainsim.engine import loop
 
@@ -177,6 +216,13 @@ def main() -> int:
     print(f"3. placement: first builds {first_place:.3f} s, repeated topologies' builds "
           f"{repeat_place:.3f} s (a structure/duration split's ceiling, less pricing the "
           f"durations)")
+    if args.loop_ab:
+        gc.disable()
+        try:
+            loop_ab(graphs, args.loop_ab, args.pairs)
+        finally:
+            if was:
+                gc.enable()
     return 0
 
 
