@@ -16,7 +16,6 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import chain
 from operator import attrgetter
 
 from trainsim.errors import TrainsimError
@@ -242,33 +241,7 @@ _KEPT_TASKS = "timeline tasks kept"
 timelines it keeps."""
 
 
-_stream, _deps, _slows = attrgetter("stream"), attrgetter("deps"), attrgetter("slows")
-_not_negative = (0.0).__le__  # False for a negative or NaN duration
-_STRUCTURES = "loop structures"
-"""The key under which :func:`_run` keeps, in the ``runs_shared``'s store, each topology's
-setup (:func:`_structure`), and beside it (``_STRUCTURE_TASKS``) the tasks they hold."""
-_STRUCTURE_TASKS = "loop structure tasks"
-STRUCTURE_TASKS = 500_000
-"""Tasks whose topologies' setups one ``runs_shared`` keeps at most (~210 bytes a task with
-the key, measured on the 22B search's: ~105 MB; that search's 138 topologies hold 177,125
-tasks, the 70B's 134 ~256,000, Mixtral-8x7B's 209 ~318,000), within its cap on tasks."""
-
-
-def _topology(tasks: list[Task]) -> tuple:
-    """Every field of ``tasks`` that the loop's setup reads but the durations (their streams,
-    what they slow and their dependencies), as one value built by C-level maps."""
-    deps = list(map(_deps, tasks))
-    return (tuple(map(_stream, tasks)), tuple(map(_slows, tasks)), tuple(map(len, deps)),
-            tuple(chain.from_iterable(deps)))
-
-
-def _structure(tasks: list[Task]) -> tuple:
-    """The loop's setup of ``tasks``: (durations, per task its stream's index, the streams'
-    indices, per stream its tasks in order, whether every dependency is an earlier task, per
-    task how many dependencies it waits for and the tasks waiting for it, per task the
-    (stream index, share) it slows or None). All but the durations depend only on
-    :func:`_topology`, so inside ``runs_shared`` a graph of a topology run before reuses them
-    (:func:`_run`)."""
+def _run(tasks: list[Task], prefix: bool) -> Timeline:
     n = len(tasks)
     stream_of = [0] * n
     duration = [0.0] * n
@@ -278,7 +251,7 @@ def _structure(tasks: list[Task]) -> tuple:
     ordered = True  # every dependency an earlier task: the prefix can be computed in one pass
     # per task, its dependencies not yet ended, and per task, the tasks waiting for it (in
     # task order), read off in the same pass (the loop from the start's state; at a cut,
-    # ``waiting`` is counted again in ``_run``)
+    # ``waiting`` is counted again below)
     waiting = [0] * n
     dependents: list[list[int]] = [[] for _ in range(n)]
     for i, t in enumerate(tasks):
@@ -303,62 +276,15 @@ def _structure(tasks: list[Task]) -> tuple:
         queues[sid].append(i)
         if t.slows is not None:
             holders.append(i)
-    # contention: the stream each task slows, by index, and the share
+    n_streams = len(queues)
+    # contention: per stream, the share of it other running tasks hold, and for its running
+    # task the work left at the last rate change
     hold_on: list[tuple[int, float] | None] = [None] * n
     for i in holders:
         sl = tasks[i].slows
         tsid = stream_ids.get(sl[0])  # type: ignore[index]
         if tsid is not None:
             hold_on[i] = (tsid, sl[1])  # type: ignore[index]
-    return duration, stream_of, stream_ids, queues, ordered, waiting, dependents, hold_on
-
-
-def _durations(tasks: list[Task]) -> list[float]:
-    """The tasks' durations, each checked as :func:`_structure` checks it."""
-    duration = list(map(_duration, tasks))
-    if not all(map(_not_negative, duration)):
-        i = next(i for i, d in enumerate(duration) if not d >= 0)
-        raise TrainsimError(
-            f"task {i} ({tasks[i].label}) has a negative or NaN duration {duration[i]}")
-    return duration
-
-
-def _setup(tasks: list[Task]) -> tuple:
-    """:func:`_structure` of ``tasks`` and whether it is kept (its lists shared with later
-    runs, so the caller copies what it changes or hands out). Inside ``runs_shared`` a
-    topology's structure is kept (within the cap on its tasks) and a later graph of the same
-    topology takes it with its own durations: the 22B / 70B / Mixtral searches run 281 / 327 /
-    806 graphs in 138 / 134 / 209 topologies (``benchmarks/speed54_retime.py``)."""
-    if not _SHARED:
-        return _structure(tasks), False
-    store, cap = _SHARED[-1][2], min(_SHARED[-1][3], STRUCTURE_TASKS)
-    kept = store.get(_STRUCTURES)
-    if kept is None:
-        kept = store[_STRUCTURES] = {}
-        store[_STRUCTURE_TASKS] = 0
-    key = _topology(tasks)
-    hit = kept.get(key)
-    if hit is not None:
-        return (_durations(tasks), *hit), True
-    setup = _structure(tasks)
-    if store[_STRUCTURE_TASKS] + len(tasks) > cap:
-        return setup, False
-    kept[key] = setup[1:]
-    store[_STRUCTURE_TASKS] += len(tasks)
-    if _SHARED[0][0]:  # out of the collector's scans, as run()'s kept graphs
-        gc.freeze()
-    return setup, True
-
-
-def _run(tasks: list[Task], prefix: bool) -> Timeline:
-    n = len(tasks)
-    (duration, stream_of, stream_ids, queues, ordered, waiting, dependents, hold_on), \
-        kept = _setup(tasks)
-    if kept:
-        waiting = list(waiting)  # the loop counts it down
-    n_streams = len(queues)
-    # contention: per stream, the share of it other running tasks hold, and for its running
-    # task the work left at the last rate change
     head = [0] * n_streams
     size = [len(q) for q in queues]
     running = [-1] * n_streams  # per stream, its running task (-1: idle)
@@ -372,8 +298,7 @@ def _run(tasks: list[Task], prefix: bool) -> Timeline:
     done = 0
     cut = _uncontended_prefix(tasks, stream_of, duration, hold_on, n_streams, start, end) \
         if prefix and ordered and n else 0.0
-    by_stream = {stream: list(queues[sid]) if kept else queues[sid]
-                 for stream, sid in stream_ids.items()}
+    by_stream = {stream: queues[sid] for stream, sid in stream_ids.items()}
     if cut == math.inf:  # nothing slows any stream: the one pass is the whole timeline
         return Timeline(tasks, start, end, by_stream)
     if cut:  # the loop's state at the cut: what ended before it is done, what started runs on
