@@ -6,6 +6,7 @@ what it slows, all equal: only durations differ), and for each lever the count t
     PYTHONPATH=src:benchmarks python benchmarks/speed54_retime.py --model mixtral-8x7b \
         --gpu h100-sxm-80gb --gpus 64 --global-batch 256 --seq 4096
     PYTHONPATH=src:benchmarks python benchmarks/speed54_retime.py --loop-ab /path/to/other/src
+    PYTHONPATH=src:benchmarks python benchmarks/speed54_retime.py --prices h100-sxm-80gb
 
 1. **A max-plus pass** (each task starts at the latest end of its stream's previous task and of
    its dependencies) gives the event loop's times to the bit where no contention acts: where
@@ -28,7 +29,10 @@ what it slows, all equal: only durations differ), and for each lever the count t
    cache, commit 97a3ac9e, so against main's loop; not landed).
 3. **Skipping placement** of a repeated topology (the builder split into structure and
    durations): its ceiling is the repeats' share of the builder's placement time, timed per
-   graph build here (``pipeline`` plus ``optimizer_steps``).
+   graph build here (``pipeline`` plus ``optimizer_steps``). ``--prices GPU``: every graph
+   built again, once as the search built it and once with the cluster's GPU swapped for
+   ``GPU`` (every price changes), and their topologies compared: a structure that read a
+   price (a schedule ordered by pass times, a bucket count from a duration) would differ.
 """
 
 from __future__ import annotations
@@ -133,16 +137,50 @@ def loop_ab(graphs, other_src: str, pairs: int) -> None:
     print(f"   every timeline the same to the bit ({len(graphs)} graphs)")
 
 
+def same_under_prices(built, args) -> int:
+    """How many of the ``built`` graphs keep their topology with ``args.prices``' GPU."""
+    import dataclasses
+
+    import trainsim.simulator as sim
+    from trainsim.pricing import Pricer
+    from trainsim.search.cli_inputs import build_base
+
+    gpu = build_base(args.model, args.prices, args.gpus, args.global_batch, args.seq, 8, 400.0,
+                     "bf16").cluster.gpu
+
+    def topology_of(cfg, layer_source, microbatches) -> tuple:
+        g = sim._TaskGraph(cfg, Pricer(cfg), layer_source, microbatches)
+        g.pipeline()
+        g.optimizer_steps()
+        return tuple((t.stream, tuple(t.deps), t.slows is None or t.slows[0]) for t in g.tasks)
+
+    same = 0
+    for cfg, layer_source, microbatches in built:
+        other = dataclasses.replace(cfg, cluster=dataclasses.replace(cfg.cluster, gpu=gpu))
+        same += topology_of(cfg, layer_source, microbatches) == \
+            topology_of(other, layer_source, microbatches)
+    return same
+
+
 def main() -> int:
     ap = problem_parser(__doc__)
     ap.add_argument("--loop-ab", default=None, help="another tree's src/ to time its loop against")
     ap.add_argument("--pairs", type=int, default=2)
+    ap.add_argument("--prices", default=None, help="a GPU whose prices to build every graph with")
     args = ap.parse_args()
     import trainsim.simulator as sim
     from trainsim.engine import loop
 
     runs: list = []  # (tasks, timeline, placement CPU of the graph's build or None)
     placed: dict[int, float] = {}
+    built: list = []  # (config, micro-batches) of every graph built
+    init = sim._TaskGraph.__init__
+
+    def recorded_init(self, cfg, pricer, layer_source, microbatches=None):
+        built.append((cfg, layer_source, microbatches))
+        init(self, cfg, pricer, layer_source, microbatches)
+
+    sim._TaskGraph.__init__ = recorded_init
     run_loop = loop._run
     pipeline, steps = sim._TaskGraph.pipeline, sim._TaskGraph.optimizer_steps
 
@@ -172,6 +210,7 @@ def main() -> int:
     finally:
         loop._run, sim._TaskGraph.pipeline, sim._TaskGraph.optimizer_steps = \
             run_loop, pipeline, steps
+        sim._TaskGraph.__init__ = init
 
     seen: set = set()
     repeats: list = []
@@ -216,6 +255,9 @@ def main() -> int:
     print(f"3. placement: first builds {first_place:.3f} s, repeated topologies' builds "
           f"{repeat_place:.3f} s (a structure/duration split's ceiling, less pricing the "
           f"durations)")
+    if args.prices:
+        print(f"   graphs built, the same topology under {args.prices}'s prices: "
+              f"{same_under_prices(built, args)} of {len(built)}")
     if args.loop_ab:
         gc.disable()
         try:
