@@ -26,7 +26,7 @@ what it slows, all equal: only durations differ), and for each lever the count t
    in ``simulate``. ``--loop-ab SRC``: the recorded graphs run through this tree's loop and
    ``SRC``'s ``engine/loop.py``, each inside a fresh ``runs_shared`` a round (best of 3,
    ``--pairs`` alternated rounds), and every timeline compared to the bit (speed54 timed its
-   cache, commit 46a1d335, so against main's loop; not landed).
+   cache, commit 60c62bb4, so against main's loop; not landed).
 3. **Skipping placement** of a repeated topology (the builder split into structure and
    durations): its ceiling is the repeats' share of the builder's placement time, timed per
    graph build here (``pipeline`` plus ``optimizer_steps``). ``--prices GPU``: every graph
