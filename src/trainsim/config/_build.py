@@ -404,14 +404,15 @@ def check_fields(obj: Any, where: str) -> None:
     """A ConfigError naming the first field of dataclass ``obj`` whose value is of the
     wrong kind (a string where a number goes, a name outside its choices, None where a value
     is required, a number where a list goes): the Python API builds configs directly,
-    bypassing ``build``'s coercion."""
+    bypassing ``build``'s coercion. An optional field's blank text is None, as in a file."""
     _check_containers(obj, where)
     for name, kind, allowed, optional in _scalar_checks(type(obj)):
         value = getattr(obj, name)
         tp = type(value)
         if tp is int and kind == "int" and -MAX_INT <= value <= MAX_INT or \
                 tp is float and kind == "float" and -math.inf < value < math.inf or \
-                tp is str and kind == "str" or tp is bool and kind == "bool":
+                tp is str and kind == "str" and not (optional and value.isspace()) and value \
+                or tp is bool and kind == "bool":
             continue  # the common cases, cheaply (configs are rebuilt often by the tuners)
         if kind == "literal" and value is not None and value in allowed:
             continue  # what the literal branch below decides, without its number test
@@ -419,6 +420,12 @@ def check_fields(obj: Any, where: str) -> None:
             if optional:
                 continue
             raise ConfigError(f"{where}.{name} is required, got None")
+        if optional and tp is str and not value.strip():
+            # robust54: blank text in an optional field is None, as a file's empty value (a
+            # CSV's empty cell, ``--set x=``, YAML ``x: ''``) is in ``_coerce``: one rule for
+            # every entry point (``train_tokens=''`` was refused, ``framework=''`` kept as '')
+            object.__setattr__(obj, name, None)
+            continue
         # what ``_coerce`` accepts from a file, and the type it would have made of it
         number = isinstance(value, numbers.Real) and not isinstance(value, bool) and \
             math.isfinite(value)
