@@ -28,7 +28,6 @@ groups and peers):
 
 from __future__ import annotations
 
-import heapq
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -54,6 +53,13 @@ from trainsim.interop.chakra_et import (  # noqa: F401  (re-exported)
     encode_node,
     read_et,
     write_et,
+)
+from trainsim.interop.chakra_read import (  # noqa: F401  (re-exported)
+    MAX_DURATION_MICROS,
+    MAX_DURATION_S,
+    read_chakra,
+    tasks_from_chakra,
+    trace_files,
 )
 from trainsim.limits import EXPORT_FLAG, check, check_simulation
 from trainsim.simulator import LayerSource, Pricer, build_tasks
@@ -440,154 +446,3 @@ def export_chakra(cfg: RunConfig, prefix: str | Path, layer_source: LayerSource 
     groups = prefix.parent / f"{prefix.name}.json"
     groups.write_text(json.dumps({str(g): r for g, r in sorted(layout.members.items())}, indent=1))
     return ChakraExport(paths, groups, iteration, counts)
-
-
-# -------------------------------------------------------------------------------- import
-
-def _rank_of(path: Path) -> int:
-    try:
-        return int(path.name.rsplit(".", 2)[-2])
-    except (ValueError, IndexError):
-        raise TrainsimError(f"{path}: expected <prefix>.<rank>.et") from None
-
-
-def trace_files(prefix: str | Path) -> list[Path]:
-    prefix = Path(prefix)
-    files = sorted(prefix.parent.glob(f"{prefix.name}.*.et"), key=_rank_of)
-    if not files:
-        raise TrainsimError(f"no Chakra traces {prefix}.<rank>.et")
-    return files
-
-
-MAX_DURATION_MICROS = 2**64 - 1
-"""The longest node Chakra can state: ``uint64 duration_micros = 7`` in ``message Node``
-(mlcommons/chakra@6dc63e14 ``schema/protobuf/et_def.proto``), ~584,942 years. trainsim's exact
-``trainsim.duration_s`` is held to the same range (robust52: 1e308 s passed as finite and two in
-a row read back as an inf iteration; a 10-byte varint past 64 bits read as a duration no
-Chakra reader holds). Within it a trace's iteration stays finite: its makespan is at most the
-sum of its nodes' durations (the reader's tasks slow no stream)."""
-MAX_DURATION_S = MAX_DURATION_MICROS * 1e-6
-
-
-def _issue_order(path: Path, nodes: list[ETNode]) -> list[ETNode]:
-    """``nodes`` in an order where each follows the nodes it depends on: among the nodes ready
-    at a step, the one listed first (so a trace already in that order, as trainsim writes it,
-    keeps its order). Chakra's schema orders nothing: a node names its dependencies by id
-    (``ctrl_deps``, ``data_deps``), and ASTRA-sim's feeder issues a node once they are done;
-    the engine runs a stream's tasks in submission order, so a trace listing a node before one
-    it waits for read as a "deadlock" (robust53). A duplicate id, a missing dependency or a
-    cycle is refused naming the file and a node."""
-    at: dict[int, int] = {}
-    for i, n in enumerate(nodes):
-        if at.setdefault(n.id, i) != i:
-            first = nodes[at[n.id]]
-            raise TrainsimError(f"{path}: node id {n.id} is given twice ({first.name} and "
-                                f"{n.name}); a node's id names it in the trace's dependencies, "
-                                "so each is unique")
-    waits = [0] * len(nodes)
-    unblocks: list[list[int]] = [[] for _ in nodes]
-    for i, n in enumerate(nodes):
-        for d in dict.fromkeys(n.ctrl_deps + n.data_deps):
-            if d not in at:
-                raise TrainsimError(f"{path}: node {n.id} depends on missing node {d}")
-            waits[i] += 1
-            unblocks[at[d]].append(i)
-    ready = [i for i, w in enumerate(waits) if not w]
-    heapq.heapify(ready)
-    order: list[int] = []
-    while ready:
-        i = heapq.heappop(ready)
-        order.append(i)
-        for j in unblocks[i]:
-            waits[j] -= 1
-            if not waits[j]:
-                heapq.heappush(ready, j)
-    if len(order) < len(nodes):
-        i, seen = next(i for i, w in enumerate(waits) if w), set()
-        while i not in seen:  # back along waiting dependencies until one repeats: a cycle's
-            seen.add(i)
-            i = next(at[d] for d in nodes[i].ctrl_deps + nodes[i].data_deps if waits[at[d]])
-        n = nodes[i]
-        raise TrainsimError(f"{path}: node {n.id} ({n.name}) depends on itself through a cycle "
-                            f"of dependencies ({len(nodes) - len(order)} nodes never ready); "
-                            "a Chakra trace's dependencies form no cycle")
-    return [nodes[i] for i in order]
-
-
-def tasks_from_chakra(prefix: str | Path, exact: bool = True) -> list[Task]:
-    """Engine tasks of every ``<prefix>.<rank>.et``: one task per node, on its stream
-    (``trainsim.stream``, else compute for COMP nodes and one communication stream for the
-    rest, as ASTRA-sim runs one collective at a time), depending on its ctrl and data deps; a
-    receive waits for the matching send (``comm_src``, ``comm_dst``, ``comm_tag``) of its
-    peer. Durations: ``trainsim.duration_s`` if ``exact`` and present, else
-    ``duration_micros``."""
-    tasks: list[Task] = []
-    sends: dict[tuple[int, int, int], int] = {}
-    recvs: list[tuple[int, tuple[int, int, int]]] = []
-    for path in trace_files(prefix):
-        rank = _rank_of(path)
-        nodes = _issue_order(path, read_et(path)[1])
-        index = {}
-        for n in nodes:
-            if n.type not in NODE_TYPES or n.type == INVALID_NODE:
-                # robust52: 99 read as a communication node; robust53: so was 0, INVALID_NODE
-                # (also what a node without a type field decodes to)
-                what = ("type 0 (INVALID_NODE, or no type field), which Chakra's schema marks "
-                        "invalid" if n.type == INVALID_NODE else
-                        f"type {n.type}, which Chakra's schema does not define")
-                raise TrainsimError(f"{path}: node {n.id} ({n.name}) has {what}; a node type "
-                                    "is one of " + ", ".join(f"{k} {v}" for k, v in
-                                                             NODE_TYPES.items() if k))
-            index[n.id] = len(tasks)
-            if exact and "trainsim.duration_s" in n.attrs:
-                dur = n.attr("trainsim.duration_s")
-            elif n.duration_micros > MAX_DURATION_MICROS:  # a varint decodes to 70 bits
-                raise TrainsimError(f"{path}: node {n.id} ({n.name}) has duration_micros="
-                                    f"{n.duration_micros}, past a uint64 (Chakra's type); a "
-                                    f"duration is 0 to {MAX_DURATION_MICROS} microseconds")
-            else:
-                dur = n.duration_micros * 1e-6
-            if isinstance(dur, bool) or not (isinstance(dur, (int, float))
-                                             and 0 <= dur <= MAX_DURATION_S):
-                raise TrainsimError(f"{path}: node {n.id} ({n.name}) lasts {dur!r} s; a "
-                                    f"duration is 0 to {MAX_DURATION_S:.6g} s (Chakra's "
-                                    "duration_micros is a uint64 of microseconds)")
-            stream = n.attr("trainsim.stream")
-            if stream is None:
-                stream = {COMP_NODE: "compute", COMM_RECV_NODE: f"recv.{n.id}"}.get(n.type, "comm")
-            tasks.append(Task((rank, str(stream)), dur, [], n.name))
-            if n.type == COMM_SEND_NODE:
-                sends[_peers(n, path, rank, None)] = len(tasks) - 1
-            elif n.type == COMM_RECV_NODE:
-                recvs.append((len(tasks) - 1, _peers(n, path, None, rank)))
-        for n in nodes:
-            t = tasks[index[n.id]]
-            for d in dict.fromkeys(n.ctrl_deps + n.data_deps):
-                if d not in index:
-                    raise TrainsimError(f"{path}: node {n.id} depends on missing node {d}")
-                t.deps.append(index[d])
-    for i, key_ in recvs:
-        if key_ not in sends:
-            raise TrainsimError(f"receive {key_} (src, dst, tag) has no matching send: "
-                                "read every rank's trace")
-        tasks[i].deps.append(sends[key_])
-    return tasks
-
-
-def _peers(n: ETNode, path: Path, src: int | None, dst: int | None) -> tuple[int, int, int]:
-    """(comm_src, comm_dst, comm_tag) of a send or receive node; ``src`` / ``dst``: the
-    default of the end that is the node's own rank (robust51: a receive without comm_src
-    raised a TypeError, a word a ValueError)."""
-    out = []
-    for name, default in (("comm_src", src), ("comm_dst", dst), ("comm_tag", 0)):
-        v = n.attr(name, default)
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TrainsimError(f"{path}: {'send' if dst is None else 'receive'} node {n.id} "
-                                f"({n.name}) has {name}={v!r}; expected a whole number")
-        out.append(v)
-    return out[0], out[1], out[2]
-
-
-def read_chakra(prefix: str | Path, exact: bool = True) -> float:
-    """Simulated iteration time of a Chakra trace set on trainsim's engine."""
-    return run(tasks_from_chakra(prefix, exact)).makespan_s
