@@ -412,7 +412,8 @@ def _cluster_section(raw: Any) -> ClusterConfig:
     db = fields.get("compute_db")
     if isinstance(db, str) and db.strip().lower() in ("none", "auto"):
         db = fields["compute_db"] = db.strip().lower() if db.strip().lower() == "auto" else None
-    if isinstance(db, str) and db not in ("auto", ""):  # 'none' is roofline, as --compute-db
+    if isinstance(db, str) and db.strip() not in ("auto", ""):  # 'none' is roofline, as
+        # --compute-db; blank is None as in every optional field (robust54: ' ' was a file)
         _check_kernel_db(db)
     return build(ClusterConfig, fields, "cluster")
 
