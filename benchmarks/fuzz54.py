@@ -1,10 +1,12 @@
-"""Input robustness, 2026-11-28 (54th session, robust54): six surfaces no round had fuzzed.
+"""Input robustness, 2026-11-28 (54th session, robust54): seven surfaces no round had fuzzed.
 
 - ``foreign``: Chakra traces another tool could write (no ``trainsim.stream``; nodes listed in
   any order; 2-4 ranks; sends and receives interleaved at random between ranks; tags unique,
   all 0 or a few reused; some nodes on shared named streams). Oracle: the trace reads (no
   "deadlock") to an iteration between its critical path and the sum of its nodes; a trace whose
   ranks wait on each other in a cycle is refused in one line naming a file and a node;
+- ``flipbytes``: a trace trainsim wrote with one to four bytes of one rank's file flipped,
+  cut or doubled (robust52 lead 2). Oracle: one line, or a finite, non-negative iteration;
 - ``blankopt``: every optional field of the four configs given blank text ('', ' ', a tab)
   at the Python API (``dataclasses.replace``) and in a file. Oracle: blank is None at both;
 - ``usergpu``: a user's own GPU file (``cluster.gpu: my.yaml``, the H100's catalog file) with
@@ -26,7 +28,7 @@
 Each input must give a sane answer or one ``TrainsimError`` line (``fuzz_checks.outcome``); a
 hang is judged by CPU (30 CPU s) and any input over 10 CPU s is its own class.
 
-    PYTHONPATH=src python benchmarks/fuzz54.py [--only foreign,blankopt,usergpu,numtext,
+    PYTHONPATH=src python benchmarks/fuzz54.py [--only foreign,flipbytes,blankopt,usergpu,numtext,
         v2optional,cliopts] [--count N] [--seed S] [--every] [--progress] [--refusals]
 """
 from __future__ import annotations
@@ -165,12 +167,60 @@ def _foreign(workdir: str, seed: int, tags: str, shared: bool, cycle: bool) -> s
 
 def foreign_cases(workdir: str) -> Callable[[], Iterator[Case]]:
     def cases() -> Iterator[Case]:
-        for seed in range(300):
+        for seed in range(600):
             for tags in ("unique", "zero", "few"):
                 for shared in (False, True):
                     cycle = seed % 10 == 9
                     yield f"seed {seed} tags {tags} shared {shared} cycle {cycle}", (
                         lambda s=seed, t=tags, h=shared, c=cycle: _foreign(workdir, s, t, h, c))
+    return cases
+
+
+# ------------------------------------------------------------------------------ flipbytes
+
+def flipbytes_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Case]]:
+    """robust52 lead 2's flipped bytes: a trace trainsim wrote (dense pp 2, MoE) with one to
+    four bytes of one rank's file flipped, cut or doubled. Chakra's format has no checksum, so
+    a flip that still parses may name a node otherwise or move a duration; oracle: one line,
+    or a finite, non-negative iteration (never a traceback, a hang or a multi-line error)."""
+    def cases() -> Iterator[Case]:
+        from trainsim.catalog import run_config_from_dict
+        from trainsim.interop.chakra import export_chakra, read_chakra
+
+        runs = {"dense": {**copy.deepcopy(BASES["dense"]), "parallel": {"pp": 2}},
+                "moe": BASES["moe"]}
+        made: dict[str, tuple[Path, list[Path], list[bytes]]] = {}
+
+        def attempt(name: str, seed: int) -> str | None:
+            if name not in made:
+                d = Path(tempfile.mkdtemp(dir=workdir))
+                ex = export_chakra(run_config_from_dict(copy.deepcopy(runs[name])), d / "w")
+                made[name] = (d / "w", ex.paths, [p.read_bytes() for p in ex.paths])
+            prefix, paths, data = made[name]
+            r = random.Random(seed)
+            k = r.randrange(len(paths))
+            b = bytearray(data[k])
+            how = r.choice(["flip", "flip", "cut", "double"])
+            for _ in range(r.randint(1, 4)):
+                i = r.randrange(len(b))
+                if how == "flip":
+                    b[i] ^= 1 << r.randrange(8)
+                elif how == "cut":
+                    del b[i]
+                else:
+                    b[i:i] = b[i:i + 1]
+            paths[k].write_bytes(bytes(b))
+            try:
+                got = read_chakra(prefix)
+            finally:
+                paths[k].write_bytes(data[k])
+            if not (math.isfinite(got) and got >= 0):
+                return f"a damaged trace read as {got!r} s"
+            return None
+
+        for name in runs:
+            for seed in range(200):
+                yield f"{name} #{seed}", (lambda n=name, s=seed: attempt(n, s))
     return cases
 
 
@@ -385,7 +435,7 @@ def v2optional_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[
         one = _pair_check(rows, columns, workdir)
         small = [k for k, r in enumerate(rows) if r["num_gpus"].isdigit()
                  and int(r["num_gpus"]) <= 256]
-        for _ in range(250):
+        for _ in range(150):
             i, j = rng.sample(small, 2)
             cells = {c: rng.choice(OPTIONAL_CELLS[c])
                      for c in rng.sample(sorted(OPTIONAL_CELLS), rng.choice([1, 2]))}
@@ -472,7 +522,8 @@ def cliopts_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Cas
 
 def main(argv: list[str] | None = None) -> int:
     return fuzz_checks.seeded_round(54, argv, lambda workdir, rng: {
-        "foreign": foreign_cases(workdir), "blankopt": blankopt_cases(),
+        "foreign": foreign_cases(workdir), "flipbytes": flipbytes_cases(workdir, rng),
+        "blankopt": blankopt_cases(),
         "usergpu": usergpu_cases(workdir), "numtext": numtext_cases(),
         "v2optional": v2optional_cases(workdir, rng), "cliopts": cliopts_cases(workdir, rng)},
                                     CPU_LIMIT_S, CPU_HANG_S)

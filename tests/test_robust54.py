@@ -186,8 +186,8 @@ def test_a_trace_trainsim_wrote_keeps_its_order(tmp_path):
 
 
 def test_random_foreign_traces_read_between_their_critical_path_and_their_sum():
-    """fuzz54's ``foreign`` surface at 90 inputs (the whole: 1,800, -m slow); main 78e02712
-    refused 662 of the 1,800 valid traces as "deadlock", read 148 of every-tag-0 traces
+    """fuzz54's ``foreign`` surface at 90 inputs (the whole: 3,600, -m slow); main 78e02712
+    refused 662 of the first 1,800 (1,620 valid) traces as "deadlock", read 148 every-tag-0 traces
     otherwise than with a tag per message, and refused 156 cycles naming no file or node."""
     assert _fuzz54().main(["--only", "foreign", "--count", "90"]) == 0
 
@@ -196,7 +196,7 @@ def test_random_foreign_traces_read_between_their_critical_path_and_their_sum():
 
 def test_fuzz54_samples_find_no_class():
     """A seeded sample of the round's fast surfaces (the whole round: -m slow)."""
-    assert _fuzz54().main(["--only", "usergpu,numtext,cliopts", "--count", "25"]) == 0
+    assert _fuzz54().main(["--only", "usergpu,numtext,cliopts,flipbytes", "--count", "25"]) == 0
 
 
 @pytest.mark.slow
