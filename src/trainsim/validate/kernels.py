@@ -68,9 +68,9 @@ from trainsim.workload.shard import shard_of
 
 KERNEL_REQUIRED = ["id", "gpu", "kind", "implementation", "dtype", "measured_value",
                    "measured_unit"]
-KERNEL_COLUMNS = frozenset(
-    [*KERNEL_REQUIRED, "source", "note", "m", "n", "k", "groups", "batch", "seq_len", "heads",
-     "kv_heads", "head_dim", "causal", "tokens", "hidden", "ffn", "experts", "top_k", "bytes"])
+KERNEL_COLUMNS = frozenset([*KERNEL_REQUIRED, "source", "note", "m", "n", "k", "groups",
+                            "batch", "seq_len", "heads", "kv_heads", "head_dim", "v_head_dim",
+                            "causal", "tokens", "hidden", "ffn", "experts", "top_k", "bytes"])
 """Every column a kernel row is read from (shared validation/README.md, kernels_*.csv)."""
 KINDS = ("gemm", "gemm_grouped", "attention_fwd", "attention_bwd", "attention_fwd_bwd",
          "memory_bound", "moe_block")
@@ -246,10 +246,21 @@ def _attention(row: dict[str, str], backward: bool) -> Attention:
                                     catalog_gpu(row["gpu"].strip().lower()), backward)
     if problem:
         raise ConfigError(problem)
+    qk, v = head_dims(row)
     return Attention("attn", batch=_int(row, "batch"), heads=heads, kv_heads=kv, q_len=s,
-                     kv_len=s, head_dim=_int(row, "head_dim"), causal=_causal(row),
+                     kv_len=s, head_dim=(qk + v) // 2, causal=_causal(row),
                      backward=backward, impl=impl,  # type: ignore[arg-type]
-                     dropout=attention_dropout(row))
+                     dropout=attention_dropout(row), qk_head_dim=qk if qk != v else None)
+
+
+def head_dims(row: dict[str, str]) -> tuple[int, int]:
+    """(query/key, value) head widths: ``head_dim``, ``v_head_dim`` where the value head differs
+    (MLA's 192 / 128); the op counts their mean (``Attention.qk_head_dim``): an even sum."""
+    qk = _int(row, "head_dim")
+    v = _int(row, "v_head_dim") if _cell(row, "v_head_dim") else qk
+    if (qk + v) % 2:
+        raise ConfigError(f"columns 'head_dim'={qk} and 'v_head_dim'={v} must sum to an even width")
+    return qk, v
 
 
 UNBOUND_QKV = re.compile(r"\bqkv\.unbind\b", re.IGNORECASE)
@@ -447,7 +458,7 @@ def activation_quant(row: dict[str, str], m: int, k: int) -> list[Op]:
                         + groups * DTYPE_BYTES["fp32"])]
 
 
-_ATTENTION_COLUMNS = ("batch", "seq_len", "heads", "kv_heads", "head_dim", "causal")
+_ATTENTION_COLUMNS = ("batch", "seq_len", "heads", "kv_heads", "head_dim", "v_head_dim", "causal")
 KIND_COLUMNS: dict[str, tuple[str, ...]] = {
     "gemm": ("m", "n", "k"), "gemm_grouped": ("m", "n", "k", "groups"),
     **dict.fromkeys(("attention_fwd", "attention_bwd", "attention_fwd_bwd"), _ATTENTION_COLUMNS),
@@ -496,7 +507,7 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
         return [op], 2.0 * m * n * k
     if kind.startswith("attention_"):
         b, s, h = _int(row, "batch"), _int(row, "seq_len"), _int(row, "heads")
-        fwd_flops = 4.0 * b * s * s * h * _int(row, "head_dim") * (0.5 if _causal(row) else 1.0)
+        fwd_flops = 2.0 * b * s * s * h * sum(head_dims(row)) * (0.5 if _causal(row) else 1.0)
         if kind == "attention_fwd":
             return [_attention(row, False)], fwd_flops
         bwd = _attention(row, True)
