@@ -131,8 +131,8 @@ KGEN = ROOT / "benchmarks" / "simumax_b200_gemms.py"
 
 
 def test_gemm_sweep_file_is_the_mirror():
-    """kernels_simumax_b200.csv is the node's 514 bf16 GEMMs and 44 attention kernels as the
-    mirror's system config holds them (read, not typed: the generator's output is the committed
+    """kernels_simumax_b200.csv is the node's 514 bf16 GEMMs, 108 grouped GEMMs and 64 attention
+    kernels as the mirror's system config holds them (read, not typed: the generator's output is the committed
     file)."""
     gen = load_script(KGEN)
     if not (gen.mirror_rows.mirror(gen.REPO_DIR) / "HEAD").exists():
@@ -162,7 +162,7 @@ def test_gemm_sweep_predicts_within_bounds():
     """Every GEMM priced (one GPU alone: the burst rate); trainsim is faster on at least 90 % of them,
     MAPE at most 50 % (2026-11-28: 39.3 %, median +41.5 %, max 120 %)."""
     _, res = validated(KERNELS)
-    assert len(res) == 558
+    assert len(res) == 686
     errs = []
     for r in res:
         assert r.error is None, r.error
@@ -174,11 +174,12 @@ def test_gemm_sweep_predicts_within_bounds():
 
 
 def test_attention_on_the_node_is_priced_near():
-    """The same node's TE cuDNN attention (44 causal forward / backward kernels, MLA shapes left
-    out) is priced within -60 / +45 % and at MAPE <= 25 % (2026-11-28: 14.8 %, signed -8 %): the
-    GEMMs' +39 % is specific to the GEMMs."""
+    """The same node's TE cuDNN attention (64 causal forward / backward kernels, 20 of them MLA's
+    192 / 128 heads) is priced within -60 / +45 % and at MAPE <= 20 % (2026-11-28, data53: the 44
+    non-MLA ones 14.8 %, signed -8 %; simumax54, with the backward's critical path: 11.6 %, all 64
+    13.7 %): the GEMMs' +39 % is specific to the GEMMs."""
     _, res = validated(KERNELS)
     errs = [r.predicted / r.measured - 1 for r in res if "-attn-" in r.id]
-    assert len(errs) == 44
+    assert len(errs) == 64
     assert all(-0.60 <= e <= 0.45 for e in errs), errs
-    assert sum(abs(e) for e in errs) / len(errs) <= 0.25
+    assert sum(abs(e) for e in errs) / len(errs) <= 0.20

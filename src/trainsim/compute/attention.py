@@ -39,7 +39,7 @@ from trainsim.compute.block_sums import (
     local_forward_skipped,
     window_edge_keys,
 )
-from trainsim.compute.causal_bwd_tail import causal_backward_tail
+from trainsim.compute.causal_bwd_tail import causal_backward_tail, warp_specialised_bwd_tail
 from trainsim.compute.fa2_traits import (
     fa2_gemm_smem_bytes_per_flop,
     fa2_smem_bytes_per_flop,
@@ -592,4 +592,4 @@ def fused_attention_work(gpu: GPUSpec, op: Attention, bwd_tail: bool = False) ->
             and op.impl in FA2_KERNELS and gpu.vendor == "nvidia":  # heaviest key block first
         work *= causal_backward_tail(op.batch * op.heads, math.ceil(op.q_len / tile[0]),
                                      math.ceil(op.kv_len / tile[1]), *tile, gpu.num_sms)
-    return work
+    return work * warp_specialised_bwd_tail(op, tile, gpu)  # 1 but on Blackwell

@@ -27,6 +27,10 @@ from __future__ import annotations
 
 import functools
 import heapq
+import math
+
+from trainsim.config import GPUSpec
+from trainsim.workload.ops import Attention
 
 CAUSAL_BWD_TAIL_EXACT_CTAS = 1 << 16
 """CTAs up to which ``causal_backward_tail`` simulates the dispatch; beyond, the mean load per
@@ -53,4 +57,34 @@ def causal_backward_tail(heads: int, q_blocks: int, kv_blocks: int, block_m: int
     return max(free) / (total / sms)
 
 
-__all__ = ["CAUSAL_BWD_TAIL_EXACT_CTAS", "causal_backward_tail"]
+WARP_SPECIALISED_BWD_TAIL = ("cudnn", "flash3", "flash4")
+"""Warp-specialised causal backwards priced with their critical path on Blackwell
+(``warp_specialised_bwd_tail``)."""
+
+
+def warp_specialised_bwd_tail(op: Attention, tile: tuple[int, int], gpu: GPUSpec) -> float:
+    """Makespan over mean load of a warp-specialised causal backward (``WARP_SPECIALISED_BWD_TAIL``)
+    on a Blackwell data-centre GPU (``GPUSpec.sm_arch`` 100-119), its key blocks one CTA each: the
+    longer of the heaviest key block (a head's first, which runs every query block) and the mean
+    load per SM. It binds only while the CTAs are fewer than about two an SM: 4 heads of 4k
+    tokens (128 CTAs of 128 keys) on a B200's 148 SMs take 32 / (4 x 528 / 148) = 2.24x the
+    mean, 8 heads 1.12x, 16 none. 1 for any other op.
+
+    Measured: the SimuMax B200 node's TE cuDNN backwards (benchmarks/kernels_simumax_b200.csv,
+    b 1, s 4096) ran 2.09x (4 heads), 1.13-1.17x (8), 0.99-1.03x (16) and 0.92-1.05x (32-128)
+    the model without it; the per-head heavy-first dispatch of ``causal_backward_tail`` would
+    put 16 heads at 1.31x. Hopper's cuDNN 9.19 backward records (the bundled H100 and H200
+    kernel databases, b 1, 4-64 heads, 4k and 8k) follow that per-head dispatch instead: 0.86-0.98
+    of the model times ``causal_backward_tail`` on all 32 records, against 0.92-1.74 of the model
+    alone; they are read as they are (a lead: benchmarks/RESULTS.md, 54th session, simumax54)."""
+    arch = gpu.sm_arch or 0
+    if not (op.backward and op.causal and op.window is None and op.q_len == op.kv_len
+            and op.impl in WARP_SPECIALISED_BWD_TAIL and 100 <= arch < 120):
+        return 1.0
+    q_blocks, kv_blocks = math.ceil(op.q_len / tile[0]), math.ceil(op.kv_len / tile[1])
+    works = [max(1, q_blocks - j * tile[1] // tile[0]) for j in range(kv_blocks)]
+    return max(1.0, works[0] / (op.batch * op.heads * sum(works) / gpu.num_sms))
+
+
+__all__ = ["CAUSAL_BWD_TAIL_EXACT_CTAS", "WARP_SPECIALISED_BWD_TAIL", "causal_backward_tail",
+           "warp_specialised_bwd_tail"]
