@@ -85,7 +85,7 @@ def rows() -> list[dict[str, str]]:
             gpu="b200-sxm-180gb", kind="gemm", implementation="cublas", dtype="bf16", m=str(m),
             n=str(n), k=str(k), measured_value=f"{eff * peak:.3f}", measured_unit="TFLOP/s",
             note=(f"TE 2.11 general_gemm layout {layout} ({ROLE[layout]} in TE's use), "
-                  f"accumulate={accumulate}, output {out_dtype}; 75 timed calls after 25 "
+                  f"{'accumulated into the ' + out_dtype + ' output (read and written)' if accumulate == 'True' else 'output ' + out_dtype}; 75 timed calls after 25 "
                   "warm-up, host time after a synchronize (test_gemm_efficiency.py); one B200 "
                   "of the 8-GPU node of training_simumax_b200.csv, its power limit not stated"))
         out.append(row)
@@ -149,7 +149,8 @@ def attention_rows() -> list[dict[str, str]]:
                         f"2026-05-06), {kind} accurate_efficient_factor '{key}': {eff!r}"),
                 gpu="b200-sxm-180gb", kind=f"attention_{kind[4:]}", implementation="cudnn",
                 dtype="bf16", batch=str(b), seq_len=str(s), heads=str(h), kv_heads=str(kv),
-                head_dim=str(dqk), v_head_dim="" if dqk == dv else str(dv), causal="1", measured_value=f"{ms:.4f}", measured_unit="ms",
+                head_dim=str(dqk), v_head_dim="" if dqk == dv else str(dv), causal="1",
+                measured_value=f"{ms:.4f}", measured_unit="ms",
                 note=(f"Megatron TEDotProductAttention, causal, sbhd, q/k/v "
                       f"{'one contiguous buffer' if contiguous == 'True' else 'separate strided views'}"
                       f"; time = {factor} b s^2 h (d_qk + d_v) / ({eff:.4f} x 2250 TFLOPS) "

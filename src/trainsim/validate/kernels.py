@@ -41,6 +41,7 @@ from trainsim.config.validity import attention_row_problem
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.best_shape import BEST_SHAPE, searched_best
 from trainsim.validate.common import RowResult, _cell, measured_cell, positive_cell
+from trainsim.validate.kernel_accumulate import accumulate_bytes
 from trainsim.validate.vocab import (
     DTYPE_SYNONYMS,
     GEMM_LIBRARIES,
@@ -493,7 +494,8 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
         blocks = block_scales(row)
         if kind == "gemm":
             known_library(implementation(row), GEMM_LIBRARIES, "dense GEMM")
-            return [Gemm(kind, m, n, k, dtype, fp8_fast_accum=fast, fp8_block_scales=blocks),
+            return [Gemm(kind, m, n, k, dtype, fp8_fast_accum=fast, fp8_block_scales=blocks,
+                         accumulate_bytes=accumulate_bytes(row.get("note") or "")),
                     *activation_quant(row, m, k)], 2.0 * m * n * k
         # m counts the rows of all groups, equal unless the note says they differ
         groups = _int(row, "groups")
@@ -503,7 +505,8 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
         ragged = bool(_RAGGED.search(row.get("note") or ""))
         impl: GroupedImpl = grouped_impl(row)  # type: ignore[assignment]
         op = Gemm(kind, math.ceil(m / groups), n, k, dtype, groups, grouped=impl, ragged=ragged,
-                  fp8_fast_accum=fast, fp8_block_scales=blocks)
+                  fp8_fast_accum=fast, fp8_block_scales=blocks,
+                  accumulate_bytes=accumulate_bytes(row.get("note") or ""))
         return [op], 2.0 * m * n * k
     if kind.startswith("attention_"):
         b, s, h = _int(row, "batch"), _int(row, "seq_len"), _int(row, "heads")
