@@ -4,6 +4,7 @@ kernels SimuMax's authors measured on the B200 node of their training runs
 
     python benchmarks/simumax_b200_gemms.py > benchmarks/kernels_simumax_b200.csv
     python benchmarks/simumax_b200_gemms.py --check   # the committed file against the mirror
+    PYTHONPATH=src python benchmarks/simumax_b200_gemms.py --durations   # GEMM rate by call length
 
 MooreThreads/SimuMax configs/system/b200_bf16_ceperm.json @ 4dcaae5 (as added in 1b8ca90,
 2026-05-06): `accelerator.op.matmul.accurate_efficient_factor`, one entry a GEMM shape
@@ -35,6 +36,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -174,7 +176,42 @@ def check() -> list[str]:
     return [] if path.read_text() == _text() else [f"{path.name} differs from the mirror's figures"]
 
 
+DURATION_BINS_MS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, math.inf)
+
+
+def durations() -> list[str]:
+    """The committed file's dense GEMMs with m, n, k >= 2048 binned by the time of one call
+    (2mnk over the measured rate), each bin's measured and trainsim-priced median TFLOPS: a
+    node-wide power limit or clock would cap every bin, a loop's falling clock only the
+    longer calls."""
+    import statistics
+
+    from trainsim.validate.kernels import predict_kernel_row
+
+    path = Path(__file__).resolve().parent / "kernels_simumax_b200.csv"
+    with open(path, newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["kind"] == "gemm"
+                and min(int(r[c]) for c in ("m", "n", "k")) >= 2048]
+    bins: dict[float, list[tuple[float, float]]] = {b: [] for b in DURATION_BINS_MS}
+    for r in rows:
+        rate = float(r["measured_value"])
+        ms = 2 * int(r["m"]) * int(r["n"]) * int(r["k"]) / (rate * 1e12) * 1e3
+        edge = next(b for b in DURATION_BINS_MS if ms < b)
+        bins[edge].append((rate, predict_kernel_row(r).predicted))
+    out = ["call < ms | rows | measured median | max | trainsim median | measured / trainsim"]
+    for edge, pairs in bins.items():
+        if pairs:
+            meas = [m for m, _ in pairs]
+            out.append(f"{edge:g} | {len(pairs)} | {statistics.median(meas):.0f} | {max(meas):.0f} | "
+                       f"{statistics.median(p for _, p in pairs):.0f} | "
+                       f"{statistics.median(m / p for m, p in pairs):.3f}")
+    return out
+
+
 def main() -> None:
+    if sys.argv[1:] == ["--durations"]:
+        print("\n".join(durations()))
+        return
     if sys.argv[1:] == ["--check"]:
         bad = check()
         print("\n".join(bad) or "the file is the mirror's figures")

@@ -160,3 +160,36 @@ def test_accumulating_gemm_reads_and_writes_its_buffer():
     assert predict_kernel_row(row).predicted < 0.7 * fresh  # the rate: fp32 traffic dominates
     rows = [r for r in _rows() if "-ggemm-" in r["id"] and "-bwd-grad-w-" in r["id"]]
     assert len(rows) == 36 and all(accumulate_bytes(r["note"]) in (2, 4) for r in rows)
+
+
+def test_gemm_rate_by_call_length():
+    """The node's dense GEMMs (m, n, k >= 2048) by the time of one call (``--durations``):
+    calls under 0.1 ms run at trainsim's one-GPU price (median 0.93x), every longer bin at a
+    median ~1,070-1,120 TFLOPS, 0.68-0.76x the price, and the fastest call of a bin falls from
+    ~1,470 to ~1,150 TFLOPS as calls lengthen: the node's sustained GEMM rate is below the
+    catalog's (a power limit or clock would do it; SimuMax states neither, so no rate changed)."""
+    from helpers import load_script
+
+    gen = load_script(ROOT / "benchmarks" / "simumax_b200_gemms.py")
+    table = [line.split(" | ") for line in gen.durations()[1:]]
+    assert [t[0] for t in table] == ["0.1", "0.2", "0.5", "1", "2", "5", "inf"]
+    ratio = [float(t[5]) for t in table]
+    assert 0.85 <= ratio[0] <= 1.05
+    assert all(0.6 <= r <= 0.8 for r in ratio[1:]), ratio
+    assert all(1000 <= float(t[2]) <= 1150 for t in table[1:])
+    assert float(table[1][3]) > 1400 and float(table[-1][3]) < 1200
+
+
+def test_hopper_cudnn_backward_records_follow_the_per_head_tail():
+    """Why the critical path is Blackwell's only: the bundled H100 and H200 databases' 32 cuDNN
+    9.19 causal backward records (b 1, 4-64 heads, 4k and 8k) run 0.92-1.74x the model alone but
+    0.86-0.98x the model times FA2's per-head heavy-first tail (``causal_backward_tail``), a
+    different dispatch (benchmarks/bwd_tail54.py --hopper)."""
+    from helpers import load_script
+
+    table = [line.split() for line in load_script(ROOT / "benchmarks" / "bwd_tail54.py").hopper()[1:]]
+    assert len(table) == 32
+    alone = [float(t[3]) for t in table]
+    tailed = [float(t[5]) for t in table]
+    assert max(alone) > 1.6 and max(alone) - min(alone) > 0.7
+    assert all(0.84 <= r <= 1.0 for r in tailed), tailed
