@@ -60,7 +60,8 @@ def test_megatron_core_buckets_only_the_first_chunk_of_the_first_stage():
 
 def test_profiles_select_the_bucketing_of_their_optimizer():
     """MLPerf's NeMo runs Apex DistributedFusedAdam (100 MiB buckets in 3.1, 200 MiB from 4.0,
-    of bf16 gradients); Megatron-core from 0.7 buckets the first chunk, max(40M, 1M x dp)."""
+    of bf16 gradients); Megatron-core buckets the first chunk from its first release (0.4), of
+    max(40M, 1M x dp) from 0.7."""
     v31, v40 = framework_profile("mlperf-nemo", "3.1"), framework_profile("mlperf-nemo", "4.0")
     assert v31.defaults["dp_buckets"] == v40.defaults["dp_buckets"] == "fixed"
     assert v31.defaults["ddp_bucket_size"] == 100 * 2**20 // 2
@@ -68,6 +69,10 @@ def test_profiles_select_the_bucketing_of_their_optimizer():
     core = framework_profile("megatron-core", "0.8")
     assert core.defaults["dp_buckets"] == "first_chunk"
     assert core.defaults["ddp_bucket_size"] is None
+    for version in ("0.4", "0.5", "0.6"):
+        first = framework_profile("megatron-core", version)
+        assert first.defaults["dp_buckets"] == "first_chunk"
+        assert first.defaults["ddp_bucket_size"] == 40_000_000
 
 
 def test_megatron_lm_buckets_the_first_chunk_from_its_ddp_rewrite():
@@ -87,9 +92,12 @@ def test_the_megatron_lm_rule_is_the_one_in_its_source():
     the mirror)."""
     import re
 
-    for rev in ("3f554d97f1", "e9b61f78c7"):
+    for rev in ("3f554d97f1", "e9b61f78c7", "core_v0.4.0"):  # core_v0.4.0: Megatron-core 0.4
         training = mirror_source("NVIDIA+Megatron-LM", rev, "megatron/training.py")
         assert re.search(r"disable_bucketing=\(model_chunk_idx > 0\)", training)
+        ddp = mirror_source("NVIDIA+Megatron-LM", rev,
+                            "megatron/core/distributed/distributed_data_parallel.py")
+        assert re.search(r"if disable_bucketing:\s*\n\s*bucket_size = None", ddp)
     ddp = mirror_source("NVIDIA+Megatron-LM", "3f554d97f1",
                         "megatron/core/distributed/distributed_data_parallel.py")
     assert re.search(r"get_pipeline_model_parallel_rank\(\) > 0:\s*\n\s*bucket_size = None", ddp)

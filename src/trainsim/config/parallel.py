@@ -255,7 +255,7 @@ class ParallelConfig:
     """How the data-parallel reduction is cut into buckets, each one NCCL collective that pays
     its own launch and ring latency. ``every_chunk`` (None): every model chunk's last backward
     is split where buckets of ``ddp_bucket_size`` fill, one collective per part.
-    ``first_chunk``: Megatron-core's DDP (core_v0.7-0.15 distributed_data_parallel.py and
+    ``first_chunk``: Megatron-core's DDP (core_v0.4-0.15 distributed_data_parallel.py and
     training.py ``disable_bucketing=(model_chunk_idx > 0)``): only pipeline rank 0's first chunk
     is bucketed; every other chunk is one bucket, reduced when its last backward ends.
     ``fixed``: Apex DistributedFusedAdam (NeMo's distributed_fused_adam): buckets of a fixed
