@@ -156,3 +156,41 @@ def test_a_kernel_only_a_later_stack_runs_takes_that_stack_at_its_newest_entry()
     name, version, why = fallback_choice("3", None, False, "2022", "cudnn")
     assert (name, version) == ("megatron-core", "") and "run no cudnn attention" in why
     assert fallback_choice("3", None, False, "2021-03", "unfused")[:2] == ("deepspeed", "2021-03")
+
+
+@pytest.mark.parametrize("stage,replicas,date,chosen", [
+    # Megatron-core at 2024-12 runs cuDNN attention but refuses ZeRO-3 (Megatron-FSDP is
+    # core_v0.12.0's) and has no optimizer instances before 2024-11-30: its newest entry runs both
+    ("3", "1", "2024-12-09", ("megatron-core", "")),
+    ("3", "4", "2024-12-09", ("megatron-core", "")),
+    ("3", "4", "2025-06", ("megatron-core", "2025-06")),  # Megatron-FSDP and instances by then
+    # ZeRO-2: no stack here runs it with cuDNN attention; the first that runs the kernel
+    ("2", None, "2024-12-09", ("megatron-core", "2024-12-09")),
+])
+def test_the_kernel_skip_takes_a_stack_that_also_runs_the_stated_sharding(stage, replicas, date,
+                                                                          chosen):
+    """data54's MaxText rows (cuDNN attention, FSDP over every GPU, 2024-12 / 2025-01): the skip
+    past torchtitan went to Megatron-core of their date, which refuses ZeRO-3, so they ended on
+    Megatron-DeepSpeed (no cuDNN attention), and with replicas on torchtitan with its eager
+    SDPA models; the skip now takes the first stack that runs the kernel and accepts the
+    row's ZeRO stage and replicas as its checks do."""
+    from trainsim.catalog.fallback import _accepts, fallback_choice
+
+    assert fallback_choice(stage, replicas, False, date, "cudnn")[:2] == chosen
+    assert not _accepts("megatron-core", "2024-12-09", "3", None)
+    assert not _accepts("megatron-core", "2024-06", "1", "2")  # instances from 2024-11-30
+    assert _accepts("megatron-core", "", "3", "4") and _accepts("torchtitan", "", "3", "4")
+    assert _accepts("megatron-core", "2024-06", "", "")  # nothing stated, nothing checked
+
+
+def test_maxtext_rows_with_replicas_keep_the_stack_of_the_rows_without():
+    """dgxc-benchmarking's MaxText Llama 3 70B fp8 at 256 GPUs (FSDP 256) and 512 GPUs (FSDP 128
+    x 4 replicas, benchmarks/training_dgxc_maxtext.csv): one stack's mechanisms for both, not a
+    profile switch at the first replica (the measured steps are flat, 9.488 and 9.244 s; the
+    switch to torchtitan had +14.6 -> +41.5 %), and Megatron-FSDP predicts each within 25 %."""
+    path = ROOT / "benchmarks" / "training_dgxc_maxtext.csv"
+    got = [predict_training_row(_row(path, f"dgxc-maxtext-llama3-70b-fp8-h100-{n}"))
+           for n in (256, 512)]
+    assert all(g.error is None for g in got), [g.error for g in got]
+    assert {g.chosen["framework"] for g in got} == {"megatron-core"}
+    assert all(abs(g.predicted / g.measured - 1) < 0.25 for g in got)

@@ -146,7 +146,9 @@ def fallback_choice(zero_stage: object = None, replicas: object = None,
     (``EARLIER_PROFILES``; the oldest where none did). Where it states its ``attention``
     kernel and that profile's models run other kernels only (its ``attention_kernels`` at that
     entry, each list citing the framework's model code), the first of :func:`fallback_order`
-    whose models run that kernel (or list none); the first choice where none does."""
+    whose models run that kernel (or list none) and whose checks accept the row's ZeRO stage
+    and replicas (:func:`_accepts`), else the first that runs the kernel; the first choice
+    where none does."""
     from trainsim.catalog.frameworks import framework_entries
 
     kind, why = _kind(zero_stage, replicas, sdpa)
@@ -159,8 +161,9 @@ def fallback_choice(zero_stage: object = None, replicas: object = None,
     why = f"{why}: {MECHANISMS[name]}"
     version = entry_at(name, date)
     if attention and not _runs(name, version, attention):
-        runs = next(((p, v) for p, v in fallback_order(name, date)[1:]
-                     if _runs(p, v, attention)), None)
+        others = [(p, v) for p, v in fallback_order(name, date)[1:] if _runs(p, v, attention)]
+        runs = next((x for x in others if _accepts(*x, zero_stage, replicas)),
+                    others[0] if others else None)
         if runs is not None:
             why = f"{why}; {name}'s models run no {attention} attention (attention_kernels): " \
                 f"{MECHANISMS.get(runs[0], runs[0] + chr(39) + 's mechanisms')}"
@@ -174,6 +177,30 @@ def _runs(profile: str, version: str, attention: str) -> bool:
     from trainsim.catalog.frameworks import framework_profile
 
     return framework_profile(profile, version or None).supports(attention) is not False
+
+
+def _accepts(profile: str, version: str, zero_stage: object, replicas: object) -> bool:
+    """Whether the configuration checks of ``profile`` at ``version`` ('' = newest) accept a
+    row's stated ``zero_stage`` (a stage it runs at that entry: ``catalog.defaults.
+    stage_engines``, e.g. Megatron-core's 3 from 0.12 only) and HSDP ``replicas`` above 1 (its
+    ``hybrid_shard`` is not false), as the loader refuses them (``catalog.defaults``); what the
+    row does not state is not checked."""
+    from trainsim.catalog.defaults import stage_engines
+    from trainsim.catalog.frameworks import framework_profile
+
+    def number(value: object) -> float | None:
+        try:
+            return float(str(value).strip())
+        except ValueError:
+            return None
+
+    profile_at = framework_profile(profile, version or None)
+    stage = number(zero_stage)
+    if stage is not None and stage == int(stage) and \
+            int(stage) not in stage_engines(profile_at, version or None):
+        return False
+    reps = number(replicas)
+    return not (reps is not None and reps > 1 and profile_at.supports("hybrid_shard") is False)
 
 
 APEX_ADAM_PROFILE = "nemo"
