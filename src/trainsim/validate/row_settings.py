@@ -119,6 +119,9 @@ COLUMN_FIELDS = {
     # --fp4-param-gather under NVFP4): an optional column beyond format v2, empty or absent =
     # the framework's default for the recipe
     "fp8_param_gather": ("training", "fp8_param_gather"),
+    # tensor parallelism inside each expert (Megatron-core --expert-tensor-parallel-size, NeMo 2
+    # perf scripts -et / etp_size): an optional column beyond format v2, empty or absent = 1
+    "etp": ("parallel", "expert_tensor_parallel_size"),
 }
 
 
@@ -126,7 +129,7 @@ COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "gl
                  "micro_batch_size", "local_batch_size", "seq_length", "num_layers",
                  "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
                  "vocab_size", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
-                 "recompute_num_layers", "ddp_bucket_size", "dp_replicate", "dp")
+                 "recompute_num_layers", "ddp_bucket_size", "dp_replicate", "dp", "etp")
 """Columns holding a count or a size (whole numbers >= 1; empty where a column may be). ``dp``
 (beyond format v2: the README derives it as num_gpus / (tp*pp*cp)) is a check where a table
 states it: a row whose dp contradicts its other sizes fails, and an empty tp or pp is tuned
