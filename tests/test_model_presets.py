@@ -43,6 +43,7 @@ PUBLISHED = {
     "qwen3-32b": ("32,762,123,264", None, "keras-hub qwen3_32b_en preset"),
     "qwen2-57b-a14b": ("57B", "14B", "Qwen2 report (arXiv:2407.10671) Table 1"),
     "qwen3-coder-480b-a35b": ("480B", "35B", "Qwen3-Coder-480B-A35B model card"),
+    "llama4-maverick": ("400B", "17B", "Llama-4-Maverick-17B-128E model card (text: 400.7B)"),
     "deepseek-v2": ("236B", "21B", "DeepSeek-V2 (arXiv:2405.04434) abstract"),
     "deepseek-moe-16b": ("16.4B", "2.8B", "DeepSeekMoE (arXiv:2401.06066) §5"),
     "deepseek-llm-7b": ("7B", None, "DeepSeek LLM (arXiv:2401.02954) Table 2"),
