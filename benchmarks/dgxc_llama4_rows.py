@@ -42,13 +42,16 @@ LAYOUT = {"gb200": (1, 2, 64, 1, 12), "h100": (4, 1, 128, 4, 1)}
 GBS = {("gb200", 128): 1024, ("gb200", 256): 2048, ("gb200", 512): 4096, ("h100", 512): 1024}
 LAUNCH_PHRASES = ("export FW_VERSION=25.04.01", 'SCRIPT_NAME="scripts.performance.llm.pretrain_llama4_e128"')
 NEMO = ("NVIDIA/NeMo 7a8f1cc7bc (setup.sh NEMO_COMMIT; Megatron-LM 7094270c6f): "
-        "recipes/llama4_e128.py pretrain_recipe(performance_mode=True): "
+        "recipes/llama4_e128.py pretrain_recipe(performance_mode=True) L238-251: "
         "MegatronCommOverlapCallback(tp_comm_overlap=True), MegatronTokenDropCallback (capacity "
-        "factor 1.0, padded to capacity), grad_reduce_in_fp32 False; Llama4Config (gpt/model/"
-        "llama.py): grouped GEMM, alltoall dispatcher, sigmoid top-1 router, NoPE every 4th "
-        "layer; pretrain_llama4_e128.py sets TE cross-entropy fusion, RoPE and permute fusion; "
-        "set_primary_perf_configs with -et as expert_tensor_parallel_size; the NullTokenizer "
-        "(vocab 200000; use_hf_tokenizer not passed) where the preset has 202048")
+        "factor 1.0, padded to capacity), grad_reduce_in_fp32 False; gpt/model/llama.py "
+        "Llama4Config / Llama4Experts128Config: vocab 25256 x 8 = 202048, grouped GEMM, alltoall "
+        "dispatcher, sigmoid top-1 router, shared expert 8192 with moe_shared_expert_overlap, "
+        "NoPE every 4th layer, attention_chunk_size 8192 (= the sequence: no chunk boundary "
+        "inside it), moe_layer_freq [0, 1] x 24, qk_l2_norm False; pretrain_llama4_e128.py L89-99: "
+        "the Maverick HF tokenizer, TE cross-entropy fusion, RoPE and permute fusion; "
+        "set_primary_perf_configs (scripts/performance/utils.py) with -et as "
+        "expert_tensor_parallel_size")
 BF16 = ("bf16: bf16_mixed with use_precision_aware_optimizer = True (scripts/performance/utils.py "
         "set_primary_perf_configs: the options cell's precision_aware_optimizer), grad_reduce_dtype "
         "bf16 (the recipe's performance mode)")
@@ -61,7 +64,7 @@ def rows() -> list[dict[str, object]]:
         graphs = gpu == "h100" and dtype == "fp8"
         for gpus, t, tps in cols:
             gbs = GBS[(gpu, gpus)]
-            opts = (["tp_overlap"] if tp > 1 else []) + ["dp_overlap"] + \
+            opts = (["tp_overlap"] if tp > 1 else []) + ["dp_overlap", "shared_expert_overlap"] + \
                 (["pp_overlap"] if vp > 1 else []) + (["cuda_graphs"] if graphs else []) + \
                 (["precision_aware_optimizer"] if dtype == "bf16" else [])
             r = {k: "" for k in HEADER}

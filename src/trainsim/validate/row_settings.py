@@ -51,6 +51,10 @@ OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
                  # §3.2): gradients reduce under the backward, parameters gather ahead of forward
                  "dp_overlap": ("parallel", ("overlap_grad_reduce", "overlap_param_gather")),
                  "ep_overlap": ("parallel", ("moe_overlap_ep_comm",)),
+                 # the shared experts on a side stream beside the expert all-to-alls (Megatron-core
+                 # moe_shared_expert_overlap: NeMo's Llama4Config sets it, NVIDIA/NeMo@7a8f1cc7bc
+                 # nemo/collections/llm/gpt/model/llama.py)
+                 "shared_expert_overlap": ("parallel", ("moe_shared_expert_overlap",)),
                  "cuda_graphs": ("training", ("cuda_graphs",)),
                  "compile": ("training", ("compile",)),
                  "launch_blocking": ("training", ("cuda_launch_blocking",)),
