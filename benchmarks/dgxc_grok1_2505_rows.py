@@ -107,8 +107,7 @@ def rows() -> list[dict[str, object]]:
                       + "; grok1's shape (hidden 6144, 48 heads, 8 KV groups, ffn 32768 per "
                       "expert, 8 experts top-2, vocab 128256, untied) as columns over the "
                       "mixtral-8x22b preset (the same block: gated experts, GQA, rmsnorm, rope); "
-                      "alltoall dispatcher (MixtralConfig); attention backend left to "
-                      "Transformer Engine; "
+                      "alltoall dispatcher (MixtralConfig); "
                       + (GB200 if gpu == "gb200" else H100)))
             out.append(r)
     return out
