@@ -130,6 +130,8 @@ def test_a_torch_grouped_mm_moe_block_runs_torchtitans_eager_experts(tmp_path):
     assert e_flops == pytest.approx(f_flops)
     names = [op.name for op in eager]
     assert {"expert_pad_permute", "expert_fc3", "expert_pad_unpermute"} <= set(names)
+    combine = next(op for op in eager if op.name == "unpermute")  # zeros, index-put, sum
+    assert combine.atomic_adds == 0 and combine.kernels == 3
     assert [g.n for g in eager if isinstance(g, Gemm)] == [768, 768, 2048]
     assert [g.n for g in fused if isinstance(g, Gemm)] == [1536, 2048]
     _, res = validate_file(write(tmp_path, cells))

@@ -39,8 +39,8 @@ import re
 from collections.abc import Iterable
 from typing import Protocol
 
+from trainsim.compute import atomics, embedding_bwd, grouped, split_k
 from trainsim.compute import attention as _attention
-from trainsim.compute import embedding_bwd, grouped, split_k
 from trainsim.compute.attention import (
     flash1_pass_bytes,
     fused_attention_work,
@@ -556,6 +556,8 @@ class RooflineModel:
             # non-vectorized path for strided or broadcast operands) at their own rate
             strided = strided_share(op)
             scalar_bw = scalar_load_bw(self.gpu)
-            return (op.bytes * (1.0 - strided) / bw + op.bytes * strided / scalar_bw
-                    + op.kernels * LAUNCH_S)
+            moved = op.bytes * (1.0 - strided) / bw + op.bytes * strided / scalar_bw
+            if op.atomic_adds:  # index_add_ / scatter_add_: the L2's atomic rate
+                moved = max(moved, atomics.atomic_time(self.gpu, op.atomic_adds))
+            return moved + op.kernels * LAUNCH_S
         raise TypeError(f"not a compute op: {op!r}")

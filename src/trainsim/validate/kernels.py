@@ -83,6 +83,10 @@ _NOTE_IMPL = re.compile(r"\bimpl=([\w.-]+)")
 _GROUPED_MM = re.compile(r"torch\._grouped_mm")
 """A note naming ``torch._grouped_mm`` overrides the column (VeOmni's rows compare it with its
 Triton kernel under one implementation)."""
+_INDEX_ADD = re.compile(r"\bindex_add")
+"""A ``torch._grouped_mm`` MoE-block row whose note names ``index_add``: one gated grouped GEMM
+and an ``index_add_`` combine (``workload.moe_experts`` ``index_add``); another runs torchtitan's
+padded experts (``padded``)."""
 _RAGGED = re.compile(r"unequal|random offsets|skew", re.IGNORECASE)
 """A grouped-GEMM row whose groups differ in size (the ``groups`` column gives equal ones)."""
 
@@ -287,8 +291,10 @@ def _moe_ops(row: dict[str, str]) -> list[Op]:
     one-GPU model (no EP, no TP) whose one micro-batch is the row's tokens. Experts are SwiGLU,
     as in every MoE-block source in the kernels files: gate and up in one GEMM and a fused
     activation, except where the row measured ``torch._grouped_mm`` experts, which run as
-    torchtitan's eager ``GroupedExperts`` (``workload.moe_experts``: padding permutation, gate
-    and up as two grouped GEMMs, SwiGLU in two kernels)."""
+    torchtitan's eager ``GroupedExperts`` (``workload.moe_experts`` ``padded``: padding
+    permutation, gate and up as two grouped GEMMs, SwiGLU in two kernels, an index-put and sum
+    combine) or, where the note names ``index_add``, as ``moe_experts`` ``index_add`` (one gated
+    grouped GEMM, chunked SwiGLU, an atomic ``index_add_`` combine)."""
     tokens, dtype = _int(row, "tokens"), _dtype(row)
     model = ModelConfig(name="moe-block", hidden_size=_int(row, "hidden"), num_layers=1,
                         num_attention_heads=1, ffn_hidden_size=_int(row, "ffn"),
@@ -301,9 +307,11 @@ def _moe_ops(row: dict[str, str]) -> list[Op]:
                     cluster=ClusterConfig(gpu=catalog_gpu(row["gpu"]), num_gpus=1,
                                           gpus_per_node=1))
     ops: list[Op] = []
-    eager = bool(_GROUPED_MM.search(row.get("note") or ""))
+    note = row.get("note") or ""
+    style = "" if not _GROUPED_MM.search(note) else \
+        "index_add" if _INDEX_ADD.search(note) else "padded"
     moe_block(ops, cfg, shard_of(cfg), grouped=grouped_impl(row),  # type: ignore[arg-type]
-               eager_experts=eager)
+               experts=style)
     return [op for op in ops if op.name not in MOE_ROUTER_OPS]
 
 

@@ -51,14 +51,15 @@ core runs the block in its own schedule node (``ep_pairs`` reads it)."""
 
 
 def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | None = None,
-               eager_experts: bool = False) -> None:
+               experts: str = "") -> None:
     """Routed experts with Megatron-core's all-to-all token dispatcher (Megatron-core MoE docs):
     router -> permute -> all-to-all over EP -> grouped GEMMs of the local experts -> all-to-all
     back -> unpermute; shared experts run as a TP-parallel dense MLP. Under SP each TP rank
     routes its own s/t tokens; expert TP all-gathers tokens inside the expert-TP group. The
     grouped GEMMs run as ``grouped`` implements them (default: the framework's,
     ``grouped_gemm_impl``); dropless routing leaves each expert a varying row count.
-    ``eager_experts``: torchtitan's eager ``torch._grouped_mm`` experts (``moe_experts``)."""
+    ``experts``: how the routed experts and their combine run (``moe_experts.STYLES``: ``""``
+    Megatron-core's; ``padded``, ``index_add``: eager ``torch._grouped_mm`` experts)."""
     m, p = cfg.model, cfg.parallel
     impl = grouped_gemm_impl(cfg) if grouped is None else grouped
     ragged = not m.moe_padded_to_capacity
@@ -142,7 +143,11 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     rows = math.ceil(recv * p.etp / local)
     f = m.expert_ffn_size // p.etp
     gated = m.activation == "swiglu"
-    eager = eager_experts and gated  # torch._grouped_mm experts run eagerly (moe_experts)
+    style = moe_experts.check_style(experts) if gated else ""  # eager experts: moe_experts
+    eager = style == "padded"  # torchtitan's padded experts: w1 and w3 apart
+    if style:  # their combine replaces the fused un-permute (moe_experts)
+        unpermute_ops = [moe_experts.padded_combine(tokens, routed, h)] if eager else \
+            moe_experts.index_add_combine(tokens, routed, h)
     fp8_pad = disp.fp8_padding_ops(rows * local, h) if disp.fp8_padding(cfg, dispatcher) else None
     if fp8_pad:
         ops.append(fp8_pad[0])
@@ -167,12 +172,16 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         # a GLU offset: Megatron-core's fused quick-GEGLU (ModelConfig.glu_linear_offset)
         ops.append(glu_offset_sync_op("expert_act_offset"))
     if eager:
-        ops.extend(moe_experts.eager_swiglu(rows * local, f))
+        ops.extend(moe_experts.eager_swiglu_ops(rows * local, f))
+    elif style == "index_add":  # chunked halves; the weights after fc2 (moe_experts)
+        ops.append(moe_experts.eager_swiglu(rows * local, f, chunked=True))
     else:
         ops.append(Elementwise("expert_act", bytes=rows * local * f * ACT * (3 if gated else 2),
                                bwd_kernels=MOE_KERNELS["expert_act"][1]))
         ops.extend(fp8_input_store(cfg, "expert_act", rows * local * 2 * f))
     linear(ops, sh, "expert_fc2", rows, h, f, batch=local, grouped=impl, ragged=ragged)
+    if style == "index_add":
+        ops.append(moe_experts.probs_mul(rows * local, h))
     if eager:
         ops.append(moe_experts.pad_unpermute(rows * local, h))
     if fp8_pad:

@@ -331,6 +331,11 @@ class Elementwise:
     ``embedding.bwd``): (tokens, row width, distinct ids, partial segments, largest id's share
     of the tokens, distinct ids among 32 in a row), ``workload.token_ids``; priced by ``compute.embedding_bwd`` from how its
     kernels are written instead of by its bytes. Empty: priced by its bytes."""
+    atomic_adds: float = 0.0
+    """16-bit atomic adds into global memory it issues (PyTorch's ``index_add_`` or
+    ``scatter_add_`` on a bf16/fp16 tensor: one per source element): priced at the GPU's
+    atomic rate (``compute.atomics``) where that is slower than its bytes. Its backward (a
+    gather) issues none."""
 
 
 @dataclass(frozen=True)
