@@ -557,7 +557,6 @@ class RooflineModel:
             strided = strided_share(op)
             scalar_bw = scalar_load_bw(self.gpu)
             moved = op.bytes * (1.0 - strided) / bw + op.bytes * strided / scalar_bw
-            if op.atomic_adds:  # index_add_ / scatter_add_: the L2's atomic rate
-                moved = max(moved, atomics.atomic_time(self.gpu, op.atomic_adds))
-            return moved + op.kernels * LAUNCH_S
+            # an index_add_ / scatter_add_ kernel: its atomic adds at the L2's rate
+            return moved + atomics.atomic_time(self.gpu, op.atomic_adds) + op.kernels * LAUNCH_S
         raise TypeError(f"not a compute op: {op!r}")

@@ -527,7 +527,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                                    kernels=kernels, kernel=op.kernel and f"{op.kernel}.bwd",
                                    impl=BACKWARD_IMPL.get(op.impl, op.impl),
                                    elem_bytes=op.elem_bytes, engine_calls=op.bwd_engine_calls,
-                                   node_passes=op.bwd_node_passes, full_wave=op.full_wave))
+                                   node_passes=op.bwd_node_passes, full_wave=op.full_wave,
+                                   atomic_adds=op.bwd_atomic_adds))
         elif isinstance(op, Comm):
             if op.group == "cp" and op.kind == "send_recv":  # dKV goes around the ring too
                 ops.append(replace(op, name=f"{op.name}.bwd", bytes=2 * op.bytes))

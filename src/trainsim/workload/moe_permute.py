@@ -15,6 +15,15 @@ PyTorch ops, each a kernel of its own:
   to the host when unfused, and keeps ``sort_input_by_local_experts`` on the CPU:
   core_v0.16.0 token_dispatcher.py ``permute_idx_device``), so it does not wait.
 
+``index_select``'s backward (autograd's ``index_select_backward``: ``index_add_`` into zeros)
+adds each element into a bf16 tensor atomically, the kernel the H200 profiled in run6
+(``indexFuncLargeIndex``): priced by its adds at the L2's atomic rate (``Elementwise.
+bwd_atomic_adds``, ``compute.atomics``). ``scatter_add_`` issues one atomic per element too
+(ScatterGatherKernel.cu ``ReduceAdd``: ``fastAtomicAdd``) but through another kernel whose rate
+nobody here measured: it stays priced by its bytes (its adds at ``index_add_``'s rate would put
+Megatron-Bridge's unfused Qwen3-30B-A3B step, ``benchmarks/ep_overlap_pairs.py``, at +11.0 %
+from +7.5 % without overlap, -0.8 % from -5.4 % with it).
+
 ``masked_select`` yields a data-dependent size: PyTorch counts the mask's true elements and
 copies the count to the host before it can allocate the output, so each call makes Python wait
 for the GPU (``Elementwise.host_sync``, ``compute.host``). Which tensors carry probabilities
@@ -92,9 +101,9 @@ def unfused_ops(cfg: RunConfig, dispatcher: str, tokens: int, routed: int, sort_
         permute.append(_masked_select("permute.masked_select_probs", tokens, E, routed,
                                       PROB_BYTES))
     rows = routed * h * ACT  # one pass over the permuted tokens
-    permute.append(Elementwise(
+    permute.append(Elementwise(  # backward: a zero fill and index_add_'s atomic adds
         "permute", bytes=2 * rows + routed * INDEX_BYTES, kernels=1 + sort_fwd,
-        bwd_bytes=2 * rows + tokens * h * ACT,
+        bwd_bytes=tokens * h * ACT, bwd_atomic_adds=float(routed * h),
         bwd_kernels=2 + sort_fwd + (MASKED_SELECT_BWD_KERNELS if permute_probs else 0)))
     unpermute: list[Op] = []
     out = 2 * rows + tokens * h * ACT  # scatter_add_ (read, write) + zeros

@@ -332,10 +332,12 @@ class Elementwise:
     of the tokens, distinct ids among 32 in a row), ``workload.token_ids``; priced by ``compute.embedding_bwd`` from how its
     kernels are written instead of by its bytes. Empty: priced by its bytes."""
     atomic_adds: float = 0.0
-    """16-bit atomic adds into global memory it issues (PyTorch's ``index_add_`` or
-    ``scatter_add_`` on a bf16/fp16 tensor: one per source element): priced at the GPU's
-    atomic rate (``compute.atomics``) where that is slower than its bytes. Its backward (a
-    gather) issues none."""
+    """16-bit atomic adds into global memory its scatter kernel issues (PyTorch's ``index_add_``
+    or ``scatter_add_`` on a bf16/fp16 tensor: one per source element), that kernel priced by
+    their count at the GPU's atomic rate (``compute.atomics``, whose fitted rate includes the
+    kernel's reads); ``bytes`` are the op's other kernels'."""
+    bwd_atomic_adds: float = 0.0
+    """``atomic_adds`` of its backward (``index_select``'s: an ``index_add_``)."""
 
 
 @dataclass(frozen=True)
