@@ -61,7 +61,9 @@ def run6() -> None:
 
 
 def file_rows(path: str) -> None:
-    for row in csv.DictReader(open(path)):
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for row in rows:
         if (row.get("kind") or "").strip() != "moe_block":
             continue
         mod = modelled_parts(row)
