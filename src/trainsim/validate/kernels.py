@@ -42,6 +42,7 @@ from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.best_shape import BEST_SHAPE, searched_best
 from trainsim.validate.common import RowResult, _cell, measured_cell, positive_cell
 from trainsim.validate.kernel_accumulate import accumulate_bytes
+from trainsim.validate.kernel_notes import fast_accum_note
 from trainsim.validate.vocab import (
     DTYPE_SYNONYMS,
     GEMM_LIBRARIES,
@@ -386,36 +387,6 @@ FP8_FAST_ACCUM = FP8_OWN_PROMOTION | {"tilelang"}
 """Kernel libraries whose fp8 GEMMs do without cuBLAS's split accumulator
 (``Gemm.fp8_fast_accum``): those that promote on their own (``compute.roofline``) and TileLang,
 whose ``T.gemm`` keeps the sums in the tensor cores' fp32 fragments."""
-
-
-_FAST_ACCUM = re.compile(r"fast[- _]?accum\w*", re.IGNORECASE)
-"""A note naming cuBLAS's fp8 fast accumulation (``CUBLASLT_MATMUL_DESC_FAST_ACCUM``,
-``torch._scaled_mm(..., use_fast_accum=True)``, "fast-accum")."""
-_CLAUSE_END = re.compile(r"[;,()\[\]\n]|\.\s")
-"""What ends a clause of a note ("no bias; fast accum": the negation is another clause's)."""
-_NEGATION = re.compile(r"(?<![\w.])(?:no|not|without|disabled?|non|never|off|false|none)(?![\w.])",
-                       re.IGNORECASE)
-"""A word that turns a mention off anywhere in its clause ("without the fp8 fast accum",
-"fast accum not used", "non-fast-accum", "use_fast_accum=False", "FAST_ACCUM off")."""
-_SWITCH_OFF = re.compile(r"^\s*(?:[=:]\s*)?0(?![\w.])")
-"""A switch set to 0 just after the mention ("fast_accum: 0", "..._FAST_ACCUM = 0"); a number
-that is not exactly 0 or 1 ("fast accum 0.5 speedup") is no switch."""
-
-
-def fast_accum_note(note: str) -> bool:
-    """Whether a note says its cuBLAS fp8 GEMM ran with fast accumulation on (no split
-    accumulator: ``Gemm.fp8_fast_accum``): a mention neither negated before it nor set off
-    after it ("FAST_ACCUM on for fp8", "use_fast_accum=True", "fast accum"); "FAST_ACCUM off",
-    "use_fast_accum=False", "without fast-accum", "fast accum not used" (a negation anywhere in
-    the mention's clause) say the opposite."""
-    ends = [e.start() for e in _CLAUSE_END.finditer(note)]
-    for m in _FAST_ACCUM.finditer(note):
-        start = max((e + 1 for e in ends if e < m.start()), default=0)
-        end = min((e for e in ends if e >= m.end()), default=len(note))
-        clause = note[start:m.start()] + " " + note[m.end():end]
-        if not _NEGATION.search(clause) and not _SWITCH_OFF.match(note[m.end():end]):
-            return True
-    return False
 
 
 _BLOCK_SCALES = re.compile(r"\bblock[- ]?(wise[- ])?scal|\bblock-fp8\b", re.IGNORECASE)
