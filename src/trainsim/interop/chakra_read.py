@@ -21,6 +21,23 @@ from trainsim.interop.chakra_et import (
 )
 
 
+def _kahn_order(waits: list[int], unblocks: list[list[int]]) -> list[int]:
+    """Indices in dependency order, the lowest ready index first (Kahn's sort): ``waits[i]``
+    counts what ``i`` still waits on (decremented here: the callers read what is left over as
+    the blocked nodes), ``unblocks[i]`` what waits on ``i``."""
+    ready = [i for i, w in enumerate(waits) if not w]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for j in unblocks[i]:
+            waits[j] -= 1
+            if not waits[j]:
+                heapq.heappush(ready, j)
+    return order
+
+
 def _rank_of(path: Path) -> int:
     try:
         return int(path.name.rsplit(".", 2)[-2])
@@ -69,16 +86,7 @@ def _issue_order(path: Path, nodes: list[ETNode]) -> list[ETNode]:
                 raise TrainsimError(f"{path}: node {n.id} depends on missing node {d}")
             waits[i] += 1
             unblocks[at[d]].append(i)
-    ready = [i for i, w in enumerate(waits) if not w]
-    heapq.heapify(ready)
-    order: list[int] = []
-    while ready:
-        i = heapq.heappop(ready)
-        order.append(i)
-        for j in unblocks[i]:
-            waits[j] -= 1
-            if not waits[j]:
-                heapq.heappush(ready, j)
+    order = _kahn_order(waits, unblocks)
     if len(order) < len(nodes):
         i, seen = next(i for i, w in enumerate(waits) if w), set()
         while i not in seen:  # back along waiting dependencies until one repeats: a cycle's
@@ -175,16 +183,7 @@ def _topological(tasks: list[Task], chained: bool) -> list[int]:
         waits[i] = len(before)
         for d in before:
             unblocks[d].append(i)
-    ready = [i for i, w in enumerate(waits) if not w]
-    heapq.heapify(ready)
-    order: list[int] = []
-    while ready:
-        i = heapq.heappop(ready)
-        order.append(i)
-        for j in unblocks[i]:
-            waits[j] -= 1
-            if not waits[j]:
-                heapq.heappush(ready, j)
+    order = _kahn_order(waits, unblocks)
     return order
 
 
