@@ -113,17 +113,13 @@ def rows() -> list[dict[str, object]]:
     return out
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 def check() -> list[str]:
     """Differences between the typed tables / layouts and the README and launch.sh at COMMIT."""
     text = mirror_rows.show(REPO_DIR, COMMIT, README).splitlines()
     bad = []
     for line, (gpu, _dtype, title, cols) in TABLES.items():
-        step, tps = _cells(text[line - 1]), _cells(text[line])
-        head = _cells(text[line - 3])
+        step, tps = mirror_rows.md_cells(text[line - 1]), mirror_rows.md_cells(text[line])
+        head = mirror_rows.md_cells(text[line - 3])
         if head[0] != title or not step[0].startswith("Training step time"):
             bad.append(f"line {line}: {head[0]!r} / {step[0]!r}")
             continue

@@ -133,10 +133,6 @@ def rows() -> list[dict[str, object]]:
     return out
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 def check() -> list[str]:
     """The typed step times against the README lines, each column's GPUs, the tokens/s row
     against seq x GBS / step, the README's layout table against ``LAYOUT``, and the flags of
@@ -145,21 +141,21 @@ def check() -> list[str]:
     for rel, (commit, _label, version, _image, tables) in RELEASES.items():
         lines = mirror_rows.show(REPO_DIR, commit, README).splitlines()
         for dtype, (line, title, steps) in tables.items():
-            head = _cells(lines[line - 3])
+            head = mirror_rows.md_cells(lines[line - 3])
             if head[0] != title:
                 bad.append(f"{rel} {dtype}: title {head[0]!r}")
-            step = _cells(lines[line - 1])
+            step = mirror_rows.md_cells(lines[line - 1])
             if step[0] != "Training step time (seconds per step)" or \
                     [float(x) for x in step[1:] if x] != list(steps):
                 bad.append(f"{rel} {dtype}: line {line} {step}")
-            tps = [float(x) for x in _cells(lines[line])[1:] if x]
+            tps = [float(x) for x in mirror_rows.md_cells(lines[line])[1:] if x]
             for i, (gpus, t) in enumerate(zip(GPUS, steps)):
                 if f"{gpus}" not in head[i + 1].split()[2].rstrip("x"):
                     bad.append(f"{rel} {dtype}: column {head[i + 1]!r} is not {gpus} GPUs")
                 _l, seq, *_, gbs = LAYOUT[gpus]
                 if abs(seq * gbs / t / tps[i] - 1) > 2e-3 and (rel, dtype, gpus) not in TPS_OFF:
                     bad.append(f"{rel} {dtype} {gpus}: tokens/s {tps[i]} vs {seq} x {gbs} / {t}")
-        table = [_cells(x) for x in lines if x.startswith("| ") and x[2:6].strip().isdigit()]
+        table = [mirror_rows.md_cells(x) for x in lines if x.startswith("| ") and x[2:6].strip().isdigit()]
         for c in table:
             gpus = int(c[0])
             layers, seq, tp, pp, cp, ep, vpp, gbs = LAYOUT[gpus]

@@ -69,9 +69,9 @@ def check() -> list[str]:
     text = mirror_rows.show(REPO_DIR, COMMIT, README).splitlines()
     bad = []
     for line, (dtype, t, tps) in TABLES.items():
-        title = [c.strip() for c in text[line - 3].strip("|").split("|")]
-        step = [c.strip() for c in text[line - 1].strip("|").split("|")]
-        got = [c.strip() for c in text[line].strip("|").split("|")]
+        title = mirror_rows.md_cells(text[line - 3])
+        step = mirror_rows.md_cells(text[line - 1])
+        got = mirror_rows.md_cells(text[line])
         if title[:2] != [f"Llama3.1 405b {dtype.upper()}", "512x H100 GPUs"] or \
                 not step[0].startswith("Training step time") or float(step[1]) != t or \
                 float(got[1]) != tps:

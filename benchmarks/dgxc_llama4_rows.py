@@ -97,16 +97,12 @@ def rows() -> list[dict[str, object]]:
     return out
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 def check() -> list[str]:
     """Differences between the typed tables / layouts and the README and launch.sh at COMMIT."""
     text = mirror_rows.show(REPO_DIR, COMMIT, README).splitlines()
     bad = []
     for line, (gpu, _dtype, title, cols) in TABLES.items():
-        head, step, tps = (_cells(text[line - k]) for k in (3, 1, 0))
+        head, step, tps = (mirror_rows.md_cells(text[line - k]) for k in (3, 1, 0))
         if head[0] != title or not step[0].startswith("Training step time"):
             bad.append(f"line {line}: {head[0]!r} / {step[0]!r}")
             continue
@@ -120,7 +116,7 @@ def check() -> list[str]:
         tp, pp, ep, etp, vp = LAYOUT[gpu]
         cells = ["400b", "BF16/FP8", str(gpus), "8192", "48", str(tp), str(pp), "1", str(ep),
                  str(gpus // (tp * pp)), str(12), str(etp), "1", str(gbs)]
-        if not any(_cells(ln)[:14] == cells for ln in table):
+        if not any(mirror_rows.md_cells(ln)[:14] == cells for ln in table):
             bad.append(f"no layout row {cells}")
     launch = mirror_rows.show(REPO_DIR, COMMIT, "llama4/launch.sh")
     bad += [f"launch.sh lacks {p!r}" for p in LAUNCH_PHRASES if p not in launch]

@@ -114,10 +114,6 @@ def rows() -> list[dict[str, object]]:
     return out
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 def check() -> list[str]:
     """Each typed step time against its README line, the column headers' GPUs / FSDP / GBS
     against ``layout``, the tokens/s row against seq x GBS / step, and configure.sh's flags."""
@@ -125,14 +121,14 @@ def check() -> list[str]:
     for model, (commit, _rel, _p, image, seq, first, tables) in RELEASES.items():
         lines = mirror_rows.show(REPO_DIR, commit, README).splitlines()
         for dtype, (line, steps) in tables.items():
-            head = _cells(lines[line - 3])
+            head = mirror_rows.md_cells(lines[line - 3])
             if head[0] != f"{TITLE[model]} {dtype.upper()} (FSDP+DP MBS=2)":
                 bad.append(f"{model} {dtype}: table title {head[0]!r}")
-            step = _cells(lines[line - 1])
+            step = mirror_rows.md_cells(lines[line - 1])
             if step[0] != "Training step time (seconds per step)" or \
                     [float(x) for x in step[1:] if x] != list(steps):
                 bad.append(f"{model} {dtype}: line {line} {step}")
-            tps = [float(x) for x in _cells(lines[line])[1:] if x]
+            tps = [float(x) for x in mirror_rows.md_cells(lines[line])[1:] if x]
             for i, t in enumerate(steps):
                 gpus = first * 2 ** i
                 fsdp, _ = layout(gpus)

@@ -113,10 +113,6 @@ def rows() -> list[dict[str, object]]:
     return out
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 def check() -> list[str]:
     """The typed steps against the README lines, the columns' GPUs and GBS, tokens/s against
     seq x GBS / step; configure.sh, paxml_mod_configs.py and the model classes."""
@@ -124,14 +120,14 @@ def check() -> list[str]:
     for size, (readme, _p, vocab, mbs, fsdp_nodes, policy, _rc, tables) in MODELS.items():
         lines = mirror_rows.show(REPO_DIR, COMMIT, readme).splitlines()
         for dtype, (line, title, first, steps) in tables.items():
-            head = _cells(lines[line - 3])
+            head = mirror_rows.md_cells(lines[line - 3])
             if head[0] != title:
                 bad.append(f"{size} {dtype}: title {head[0]!r}")
-            step = _cells(lines[line - 1])
+            step = mirror_rows.md_cells(lines[line - 1])
             if step[0] != "Training step time (seconds per step)" or \
                     [float(x) for x in step[1:] if x] != list(steps):
                 bad.append(f"{size} {dtype}: line {line} {step}")
-            tps = [float(x) for x in _cells(lines[line])[1:] if x]
+            tps = [float(x) for x in mirror_rows.md_cells(lines[line])[1:] if x]
             for i, t in enumerate(steps):
                 gpus = first * 2 ** i
                 want = f"{gpus}x H100 GPUs (GBS={mbs * gpus})"

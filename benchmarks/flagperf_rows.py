@@ -262,13 +262,9 @@ def rows() -> list[dict[str, str]]:
     return out
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 def table_rows(case: str) -> list[list[str]]:
     text = mirror_rows.show(REPO_DIR, COMMIT, f"training/nvidia/{case}/README.md")
-    return [_cells(x) for x in text.splitlines() if x.lstrip().startswith("|")]
+    return [mirror_rows.md_cells(x) for x in text.splitlines() if x.lstrip().startswith("|")]
 
 
 def check() -> list[str]:

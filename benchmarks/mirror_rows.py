@@ -46,6 +46,11 @@ def show(repo: str, commit: str, path: str) -> str:
                           capture_output=True, text=True, check=True).stdout
 
 
+def md_cells(line: str) -> list[str]:
+    """The cells of one Markdown table line ("| a | b |" -> ["a", "b"]), each stripped."""
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
 def main(rows: Callable[[], Iterable[dict]], header: list[str],
          check: Callable[[], list[str]], same: str) -> None:
     """``--check``: print ``check()``'s differences (``same`` where none) and exit 1 on any;
