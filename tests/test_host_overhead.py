@@ -216,11 +216,18 @@ def test_megatron_unfused_attention_launches_each_op(framework, version):
 
 
 @pytest.mark.parametrize("framework,version", [("megatron-lm", "2024-04"), ("megatron-core", "0.6"),
-                                               ("pytorch", None)])
-def test_unread_unfused_attention_keeps_one_launch(framework, version):
-    """Transformer Engine's UnfusedDotProductAttention and the pytorch profile's eager path
-    were not read: one launch each way, as before."""
-    assert _attention_launches(framework, version, 0.1) == (1, 1)
+                                               ("nemo", "25.04"), ("megatron-bridge", "25.09")])
+def test_te_unfused_attention_launches_the_same_core_ops(framework, version):
+    """Transformer Engine's UnfusedDotProductAttention runs Megatron's core ops (baddbmm, fused
+    softmax, dropout, bmm, permute copy; their autograd backward), one launch each; its mask
+    and fallback are ops of their own (workload.te_unfused)."""
+    assert _attention_launches(framework, version, 0.1) == (5, 8)
+    assert _attention_launches(framework, version, 0.0) == (4, 7)
+
+
+def test_unread_unfused_attention_keeps_one_launch():
+    """The pytorch profile's eager path was not read: one launch each way, as before."""
+    assert _attention_launches("pytorch", None, 0.1) == (1, 1)
 
 
 def _gather_then_copies(ranks: int) -> float:

@@ -397,8 +397,14 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the unfused attention is Megatron's own (legacy CoreAttention / ParallelSelfAttention,
     # Megatron-core's local DotProductAttention): its ops launch one kernel each
     # (compute.host.MEGATRON_UNFUSED_LAUNCHES, sources there). Null/false: one launch counted
-    # (an unfused path whose ops were not read: Transformer Engine's, nanotron's, eager SDPA)
+    # (an unfused path whose ops were not read: nanotron's, eager SDPA), except Transformer
+    # Engine's (te_unfused_attention below)
     "megatron_unfused_ops": _nullable(_bool),
+    # the unfused attention is Transformer Engine's UnfusedDotProductAttention
+    # (TEDotProductAttention over TE's DotProductAttention): Megatron's core ops one launch
+    # each, plus the full mask TE >= 2.0 builds every call, the mask its softmax reads and its
+    # fp32 fallback (workload.te_unfused)
+    "te_unfused_attention": _nullable(_bool),
     # the legacy model (megatron/model/transformer.py ParallelTransformer) gives a chunk left
     # with no transformer layer a NoopTransformerLayer, whose forward is hidden_states.clone()
     # (chunks.noop_layer_clone); Megatron-core's TransformerBlock has none
@@ -563,7 +569,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "vocab_divisible_by", "mtp_uneven_pipe
     "p2p_overlap", "p2p_overlap_interleaved_only", "align_param_gather", "ub_gemm_all_sms",
     "ub_bulk_all_sms", "ub_rs_overlap",
     "checkpointed_fused_attention", "te_layer_spec", "megatron_unfused_ops", "noop_layer_clone",
-    "moe_hybridep_num_sms",
+    "te_unfused_attention", "moe_hybridep_num_sms",
     "kv_heads_split", "flex_dispatchers_two_ranks", "flex_backend_gpus", "ep_overlap_moe_nodes", "linear_bias_kernels",
     "linear_bias_grad_kernels"}
 #: nested mappings a later entry merges key by key into the one before

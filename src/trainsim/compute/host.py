@@ -183,7 +183,10 @@ buffer from ``get_global_memory_buffer``); NVIDIA/Megatron-LM@152aab30 (2021-01)
 ops inline in ``ParallelSelfAttention.forward`` L267-344 (buffer ``torch.empty``), as
 DeepSpeedExamples@281a1eb9 Megatron-LM-v1.1.5-ZeRO3 megatron/model/transformer.py L277-354; Megatron-LM
 core_v0.4.0 megatron/core/transformer/dot_product_attention.py ``DotProductAttention.
-forward`` L134-189 (its GQA ``repeat_interleave`` of K and V, L104-110, not counted).
+forward`` L134-189 (its GQA ``repeat_interleave`` of K and V, L104-110, not counted);
+Transformer Engine's ``UnfusedDotProductAttention`` runs the same ops (NVIDIA/TransformerEngine
+@bee4649c transformer_engine/pytorch/attention.py L3903-3984; the mask it builds first and its
+fp32 fallback are ``workload.te_unfused``'s ops).
 Backward, autograd of each (pytorch tools/autograd/derivatives.yaml): the copy's and views'
 backwards are views; ``bmm`` two bmm (self, mat2); dropout one (``native_dropout_backward``);
 the fused softmax's backward kernel; ``baddbmm`` two bmm, each times alpha (``maybe_multiply``:

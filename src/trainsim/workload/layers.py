@@ -73,6 +73,7 @@ from trainsim.workload.softmax import (
     softcap_op,
     torch_softmax_fallback,
 )
+from trainsim.workload.te_unfused import te_unfused_ops
 from trainsim.workload.unpad import pad_op, triton_grad_op, unpad_ops
 
 PARALLEL_MLP_NORM = "parallel_mlp_norm"
@@ -253,6 +254,7 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         if core.impl == "unfused" and profile_supports(cfg, "softmax_fp32_saved"):
             # Hugging Face's eager attention: scale, fp32 mask add, fp32 softmax, cast
             ops.extend(hf_eager_score_ops(core.batch * core.heads * core.pairs))
+        ops.extend(te_unfused_ops(cfg, core))  # Transformer Engine's mask and fp32 fallback
         if sh.softmax_args_swapped and core.impl == "unfused" and not fused_softmax_runs(
                 core.batch, core.heads, core.q_len, core.kv_len, args_swapped=True):
             ops.extend(torch_softmax_fallback(core.batch * core.heads * core.pairs))

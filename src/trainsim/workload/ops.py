@@ -183,7 +183,9 @@ class Attention:
     ``masked_window_scores``) instead of computing only the window's."""
     megatron_ops: bool = False
     """An unfused ``impl`` issues Megatron's ``CoreAttention`` ops, one launch each (the
-    profile's ``megatron_unfused_ops``; ``compute.host.MEGATRON_UNFUSED_LAUNCHES``); False:
+    profile's ``megatron_unfused_ops``; ``compute.host.MEGATRON_UNFUSED_LAUNCHES``), as
+    Transformer Engine's ``UnfusedDotProductAttention`` issues the same ops (the profile's
+    ``te_unfused_attention``; its own mask and fallback: ``workload.te_unfused``); False:
     counted as one launch."""
     qk_head_dim: int | None = None
     """Width of a query/key head where it differs from the value head's (MLA: 192 against

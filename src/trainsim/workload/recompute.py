@@ -16,6 +16,7 @@ from trainsim.config import RunConfig
 from trainsim.workload.context_parallel import REPEAT_KV, is_ring_op
 from trainsim.workload.ops import MATERIALIZED_SCORES, Attention, Comm, Gemm, Op
 from trainsim.workload.shard import separate_projections
+from trainsim.workload.te_unfused import CORE_ATTENTION_OPS
 
 if TYPE_CHECKING:
     from trainsim.workload.shard import Shard
@@ -77,7 +78,8 @@ def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True
             if "core_attn" in modules and (op.impl in MATERIALIZED_SCORES or fused_rerun):
                 out.append(_renamed(op, "recompute."))
             continue
-        if op.name == "attn_softcap":  # inside core_attention (Gemma2DotProductAttention)
+        if op.name == "attn_softcap" or op.name.split(".")[0] in CORE_ATTENTION_OPS:
+            # inside core_attention (Gemma2DotProductAttention; Transformer Engine's unfused)
             out += [_renamed(op, "recompute.")] if "core_attn" in modules else []
             continue
         # a module checkpointed inside another (shared_experts, moe_act inside moe) re-runs

@@ -71,7 +71,7 @@ class Shard:
     qkv_relayout: bool = False  # the profile's ``qkv_relayout_copies`` (layers.qkv_relayout_op)
     softmax_args_swapped: bool = False  # the profile's ``softmax_args_swapped`` (workload.softmax)
     masked_window: bool = False  # the profile's ``masked_window_scores`` (ops.Attention.pairs)
-    megatron_unfused: bool = False  # the profile's ``megatron_unfused_ops`` (compute.host)
+    megatron_unfused: bool = False  # profile megatron_unfused_ops / te_unfused_attention
     kv_repeat: bool = False
     """The model repeats GQA's K and V heads to every query head before SDPA (the profile's
     ``sdpa_repeat_kv``), at every CP size: what a CP exchange moves, and a forward copy."""
@@ -339,7 +339,8 @@ def shard_of(cfg: RunConfig) -> Shard:
                  qkv_relayout=profile_supports(cfg, "qkv_relayout_copies") and not t.compile,
                  softmax_args_swapped=profile_supports(cfg, "softmax_args_swapped"),
                  masked_window=profile_supports(cfg, "masked_window_scores"),
-                 megatron_unfused=profile_supports(cfg, "megatron_unfused_ops"),
+                 megatron_unfused=profile_supports(cfg, "megatron_unfused_ops")
+                 or profile_supports(cfg, "te_unfused_attention"),
                  bias_kernels=linear_bias_kernels(cfg),
                  bias_grad_kernels=linear_bias_kernels(cfg, "linear_bias_grad_kernels"))
 
