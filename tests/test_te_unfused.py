@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainsim.compute import host
 from trainsim import run_config_from_dict
+from trainsim.compute import host
 from trainsim.workload import te_unfused
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Attention
@@ -131,3 +131,14 @@ def test_the_mask_makes_the_layer_slower_by_its_bytes():
     mask = _extra(cfg)["te_unfused_mask"]
     bw = cfg.cluster.gpu.hbm_bw_Bps * HBM_EFFICIENCY
     assert model.time(mask) == pytest.approx(mask.bytes / bw + 11 * LAUNCH_S, rel=0.05)
+
+
+def test_the_fp32_fallback_keeps_its_fp32_softmax_output():
+    """torch.nn.Softmax's backward reads its fp32 output: 4 more bytes a kept score where TE
+    falls back (16k keys), none where its fused kernel runs or the core is recomputed."""
+    from trainsim.memory.scores import score_bytes
+
+    long, short = _cfg("nemo", "25.04", seq=16384), _cfg("nemo", "25.04", seq=8192)
+    assert score_bytes(long, 1, 32, 16384, 16384, False) == 6.0 * 32 * 16384 ** 2
+    assert score_bytes(short, 1, 32, 8192, 8192, False) == 2.0 * 32 * 8192 ** 2
+    assert score_bytes(long, 1, 32, 16384, 16384, True) == 0.0

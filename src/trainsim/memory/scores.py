@@ -14,8 +14,10 @@ in fp32 and casts the result back (profile feature ``softmax_fp32_saved``: trans
 models/llama/modeling_llama.py; GPT-2's ``_attn`` under autocast, whose softmax autocast runs in
 fp32, then ``.type(value.dtype)``) keeps the fp32 softmax output for softmax's backward beside
 the 16-bit probabilities the value matmul keeps: 4 more bytes a score (6 without the cap, 8 with
-it; a saved-tensor hook over that code keeps exactly these). Selective recomputation of core
-attention keeps none of these.
+it; a saved-tensor hook over that code keeps exactly these). Transformer Engine's unfused
+attention keeps the same where its fused softmax does not run and it falls back to the fp32
+``torch.nn.Softmax`` (``workload.te_unfused``: 16,384 keys and more). Selective recomputation of
+core attention keeps none of these.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.ops import MATERIALIZED_SCORES
+from trainsim.workload.te_unfused import te_softmax_in_fp32
 
 SOFTCAP_SAVED_BYTES = 2.0
 """16-bit tanh output a soft-capped score keeps (torch's tanh_backward reads ``result``)."""
@@ -43,6 +46,7 @@ def score_bytes(cfg: RunConfig, b: float, heads: float, q_len: float, kv_len: fl
     per = 5.0 if m.attention_dropout > 0 else 2.0
     if m.attn_logit_softcapping is not None:
         per += SOFTCAP_SAVED_BYTES
-    if profile_supports(cfg, "softmax_fp32_saved"):
+    if profile_supports(cfg, "softmax_fp32_saved") or te_softmax_in_fp32(
+            cfg, int(b), int(heads), int(q_len), int(kv_len)):
         per += SOFTMAX_FP32_SAVED_BYTES
     return per * b * heads * q_len * kv_len

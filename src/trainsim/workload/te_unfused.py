@@ -103,6 +103,22 @@ def te_fused_softmax_runs(b: int, np: int, sq: int, sk: int, causal: bool, te2: 
     return sq % 4 == 0 and b * np % 4 == 0 and sq % batches_per_block(sk) == 0
 
 
+def _te2(cfg: RunConfig) -> bool:
+    """The run's Transformer Engine builds the full mask (>= 2.0, on an NVIDIA GPU)."""
+    t = cfg.training
+    return cfg.cluster.gpu.vendor != "amd" and te_at_least(t.framework, t.framework_version,
+                                                           TE_FULL_MASK)
+
+
+def te_softmax_in_fp32(cfg: RunConfig, b: int, np: int, sq: int, sk: int) -> bool:
+    """Whether the run's unfused attention is Transformer Engine's and its softmax over [b, np,
+    sq, sk] causal scores falls back to ``torch.nn.Softmax`` in fp32, which keeps its fp32
+    output for the backward (``memory.scores``)."""
+    if cfg.training.attention != "unfused" or not profile_supports(cfg, "te_unfused_attention"):
+        return False
+    return not te_fused_softmax_runs(b, np, sq, sk, True, _te2(cfg))
+
+
 def te_unfused_ops(cfg: RunConfig, core: Attention) -> list[Elementwise]:
     """The ops Transformer Engine's ``UnfusedDotProductAttention`` runs beside ``core`` (an
     unfused attention of a framework whose profile has ``te_unfused_attention``): the full mask
@@ -111,8 +127,7 @@ def te_unfused_ops(cfg: RunConfig, core: Attention) -> list[Elementwise]:
     t = cfg.training
     if core.impl != "unfused" or not profile_supports(cfg, "te_unfused_attention"):
         return []
-    nvidia = cfg.cluster.gpu.vendor != "amd"
-    te2 = nvidia and te_at_least(t.framework, t.framework_version, TE_FULL_MASK)
+    te2 = _te2(cfg)
     ops: list[Elementwise] = []
     mask = float(core.q_len) * core.kv_len
     scores = core.batch * core.heads * core.pairs
