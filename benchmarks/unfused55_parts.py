@@ -20,8 +20,9 @@ nothing here feeds trainsim; 55th session, unfused55).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
-sys.path.insert(0, "benchmarks")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from layer_prices import chosen_config
 
