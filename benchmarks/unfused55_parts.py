@@ -34,10 +34,11 @@ from trainsim.workload.recompute import layer_recompute
 from trainsim.workload.shard import shard_of
 from trainsim.workload.te_unfused import CORE_ATTENTION_OPS
 
-ROWS = (("dgxc2505-deepseek-v3-bf16-gb200-128", "benchmarks/training_dgxc2505.csv"),
-        ("dgxc2505-deepseek-v3-bf16-gb200-256", "benchmarks/training_dgxc2505.csv"),
-        ("dgxc2505-deepseek-v3-bf16-gb200-512", "benchmarks/training_dgxc2505.csv"),
-        ("mcore2511-dsv3-gb200-256-01-baseline", "benchmarks/training_mcore_dsv3_gb200.csv"))
+HERE = Path(__file__).resolve().parent
+ROWS = (("dgxc2505-deepseek-v3-bf16-gb200-128", str(HERE / "training_dgxc2505.csv")),
+        ("dgxc2505-deepseek-v3-bf16-gb200-256", str(HERE / "training_dgxc2505.csv")),
+        ("dgxc2505-deepseek-v3-bf16-gb200-512", str(HERE / "training_dgxc2505.csv")),
+        ("mcore2511-dsv3-gb200-256-01-baseline", str(HERE / "training_mcore_dsv3_gb200.csv")))
 
 
 def _attention_op(op: object) -> bool:
