@@ -12,6 +12,7 @@ from trainsim.catalog.schema_checks import (
     FP8_RECIPES,
     GROUPED_GEMM,
     MOE_DISPATCHERS,
+    MOE_EXPERTS,
     TP_BACKWARD_ALLREDUCE,
     _bool,
     _bool_by_recipe,
@@ -84,6 +85,8 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "grouped_gemm": _nullable(_enum(GROUPED_GEMM)),
     # overrides ``grouped_gemm`` on these GPUs (keys as ``attention_by_arch``'s)
     "grouped_gemm_by_arch": _nullable(_by_arch_of(GROUPED_GEMM, "grouped GEMM kernel")),
+    # the framework's own MoE layer, op by op (``workload.moe_titan``); null: Megatron-core's
+    "moe_experts": _nullable(_enum(MOE_EXPERTS)),
     # what the framework's performance recipes switch on for expert-parallel MoE runs, by the
     # run's NVLink domain (``NVLINK_SCOPES``) and fp8 recipe (or dtype): the run options where
     # a run states none (mechanisms only)

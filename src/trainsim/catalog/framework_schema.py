@@ -536,7 +536,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "vocab_divisible_by", "mtp_uneven_pipe
     "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",
     "mla_down_proj_duplicated", "fp8_dtensor_tp", "fp8_weight_transpose_copy", "sdpa_by_arch",
     "modules", "cpu_offloading", "moe_probs_in_expert", "moe_fp8_padding",
-    "moe_deepep_permute_pads", "grouped_gemm", "grouped_gemm_by_arch", "moe_te_permute_maps",
+    "moe_deepep_permute_pads", "grouped_gemm", "grouped_gemm_by_arch", "moe_experts", "moe_te_permute_maps",
     "moe_router_force_balance", "delay_wgrad_compute", "moe_shared_experts_attn_node",
     "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type", "scaled_rope_unfused",
     "complex_rope", "eager_glu", "qkv_relayout_copies", "fp32_grad_add",

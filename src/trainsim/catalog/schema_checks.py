@@ -36,6 +36,9 @@ LINEAR_ROLES = ("qkv", "proj", "fc1", "fc2")
 
 GROUPED_GEMM = ("multi_stream", "loop", "cutlass", "triton", "deepgemm")
 """The experts' GEMM kernels a profile's ``grouped_gemm`` names (``workload.ops``)."""
+MOE_EXPERTS = ("torchtitan_scatter_add", "torchtitan_index_put", "torchtitan_sorted")
+"""The MoE layers of its own a profile's ``moe_experts`` names (``workload.moe_titan.STYLES``);
+absent, Megatron-core's (``workload.moe_block``)."""
 
 _ARCH = re.compile(r"^(sm\d{2,3}|amd)$")
 """A key of ``attention_by_arch`` / ``sdpa_by_arch``: an NVIDIA compute capability (``sm80``,

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
-from trainsim.workload import moe_balance, moe_experts, moe_permute, moe_router
+from trainsim.workload import moe_balance, moe_experts, moe_permute, moe_router, moe_titan
 from trainsim.workload import moe_dispatch as disp
 from trainsim.workload.elementwise import (
     clamp_op,
@@ -59,9 +59,11 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     grouped GEMMs run as ``grouped`` implements them (default: the framework's,
     ``grouped_gemm_impl``); dropless routing leaves each expert a varying row count.
     ``experts``: how the routed experts and their combine run (``moe_experts.STYLES``: ``""``
-    Megatron-core's; ``padded``, ``index_add``: eager ``torch._grouped_mm`` experts)."""
+    Megatron-core's; ``padded``, ``index_add``: eager ``torch._grouped_mm`` experts); left
+    empty, the framework's (profile ``moe_experts``: torchtitan's own layer, ``moe_titan``)."""
     m, p = cfg.model, cfg.parallel
     impl = grouped_gemm_impl(cfg) if grouped is None else grouped
+    titan = titan_style(cfg) if not experts else ""
     ragged = not m.moe_padded_to_capacity
     k, E = m.moe_router_topk, m.num_experts or 1
     h = m.expert_input_size  # what the dispatch carries: a latent MoE's latent width
@@ -75,7 +77,10 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     # unpermutation (get_output, L846-847)
     beside = shared is not None and p.moe_token_dispatcher_type == "alltoall" \
         and shared_expert_overlap(cfg)
-    ops.extend(moe_router.router_ops(cfg, tokens, MOE_KERNELS["router"]))
+    if titan:
+        ops.extend(moe_titan.router_ops(tokens, E, m.hidden_size, k))
+    else:
+        ops.extend(moe_router.router_ops(cfg, tokens, MOE_KERNELS["router"]))
     if m.moe_latent_size:  # preprocess: h -> latent on the rank's own tokens, before the permute
         latent_proj(ops, sh, "moe_fc1_latent", tokens, h, m.hidden_size)
     routed = tokens * k  # token copies leaving this rank
@@ -90,20 +95,26 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
                             bwd_kernels=MOE_KERNELS["unpermute"][1] + extra[1][1])
     permute_ops: list[Op] = [permute]
     unpermute_ops: list[Op] = [unpermute]
-    if not moe_permute.fused(cfg) and dispatcher != "hybridep":  # PyTorch ops, host waits
+    if titan:  # its reorder and copy before the exchange, its combine after the return
+        permute_ops = [moe_titan.reorder_op(titan, tokens, k),
+                       moe_titan.gather_op(titan, tokens, routed, h)]
+        unpermute_ops = moe_titan.combine_ops(titan, tokens, routed, h, k)
+    elif not moe_permute.fused(cfg) and dispatcher != "hybridep":  # PyTorch ops, host waits
         permute_ops, unpermute_ops = moe_permute.unfused_ops(
             cfg, dispatcher, tokens, routed, disp.sorts_chunks(dispatcher, local))
     if disp.permute_before_exchange(dispatcher):
         if shared is not None and beside:  # the TP entry beside the permutation
             ops.extend(_beside(c, permute_ops) for c in shared[0])
         ops.extend(permute_ops)
-    counts = disp.split_sizes_gather(cfg)
+    counts = disp.split_sizes_gather(cfg) if not titan else None
     if counts is not None:
         ops.append(counts)
     hybrid = dispatcher == "hybridep" and p.ep > 1
     if hybrid:  # its Torch API's own preprocessing, staging and permutes
         api_before, api_after = disp.hybridep_api_ops(cfg, tokens, "dispatch")
         ops.extend(api_before)
+    elif titan:  # the counts' exchange and the host's wait, where EP > 1 only
+        ops.extend(moe_titan.exchange_ops(p.ep, E, impl == "loop"))
     elif not m.moe_padded_to_capacity:
         # dropless, or dropping without padding (dynamic shapes): the host needs the tokens per
         # expert (all-to-all split sizes, the grouped GEMM's m_splits) and waits for them
@@ -144,14 +155,16 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     f = m.expert_ffn_size // p.etp
     gated = m.activation == "swiglu"
     style = moe_experts.check_style(experts) if gated else ""  # eager experts: moe_experts
-    eager = style == "padded"  # torchtitan's padded experts: w1 and w3 apart
+    eager = style == "padded" or bool(titan)  # torchtitan's experts: w1 and w3 apart
     if style:  # their combine replaces the fused un-permute (moe_experts)
         unpermute_ops = [moe_experts.padded_combine(tokens, routed, h)] if eager else \
             moe_experts.index_add_combine(tokens, routed, h)
     fp8_pad = disp.fp8_padding_ops(rows * local, h) if disp.fp8_padding(cfg, dispatcher) else None
     if fp8_pad:
         ops.append(fp8_pad[0])
-    if eager:
+    if titan:
+        ops.extend(moe_titan.expert_entry(titan, rows * local, h, p.ep))
+    elif eager:
         ops.append(moe_experts.pad_permute(rows * local, h))
     for name in ("expert_fc1", "expert_fc3") if eager else ("expert_fc1",):
         linear(ops, sh, name, rows, f * (2 if gated and not eager else 1), h, batch=local,
@@ -171,7 +184,9 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     if gated and m.glu_linear_offset and profile_supports(cfg, "glu_offset_host_sync"):
         # a GLU offset: Megatron-core's fused quick-GEGLU (ModelConfig.glu_linear_offset)
         ops.append(glu_offset_sync_op("expert_act_offset"))
-    if eager:
+    if titan:  # its scores weigh the outputs in the combine
+        ops.append(moe_experts.eager_swiglu(rows * local, f))
+    elif eager:
         ops.extend(moe_experts.eager_swiglu_ops(rows * local, f))
     elif style == "index_add":  # chunked halves; the weights after fc2 (moe_experts)
         ops.append(moe_experts.eager_swiglu(rows * local, f, chunked=True))
@@ -182,7 +197,9 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     linear(ops, sh, "expert_fc2", rows, h, f, batch=local, grouped=impl, ragged=ragged)
     if style == "index_add":
         ops.append(moe_experts.probs_mul(rows * local, h))
-    if eager:
+    if titan:
+        ops.extend(moe_titan.expert_exit(titan, rows * local, h, p.ep))
+    elif eager:
         ops.append(moe_experts.pad_unpermute(rows * local, h))
     if fp8_pad:
         ops.append(fp8_pad[1])
@@ -271,6 +288,28 @@ def shared_expert_overlap(cfg: RunConfig) -> bool:
     if not m.moe_shared_expert_intermediate_size or p.ep <= 1:
         return False
     return bool(p.moe_shared_expert_overlap)
+
+
+def titan_style(cfg: RunConfig) -> str:
+    """The run's framework's own MoE layer (profile ``moe_experts``, one of
+    ``moe_titan.STYLES``), or ``""`` for Megatron-core's structure: also where the layer is not
+    the one torchtitan builds (experts without SwiGLU, with gpt-oss's clamp and offset (its own
+    module), a dispatcher other than the all-to-all, a capacity factor (torchtitan drops no
+    token), a latent MoE)."""
+    m, p = cfg.model, cfg.parallel
+    framework = getattr(cfg.training, "framework", None)
+    if not framework or m.activation != "swiglu" or m.moe_capacity_factor is not None \
+            or m.moe_latent_size or m.activation_clamp is not None or m.glu_linear_offset \
+            or p.moe_token_dispatcher_type != "alltoall":
+        return ""
+    return _profile_experts(str(framework), getattr(cfg.training, "framework_version", None))
+
+
+@functools.cache
+def _profile_experts(framework: str, version: str | None) -> str:
+    from trainsim.catalog.frameworks import framework_profile  # data, read once per version
+
+    return str(framework_profile(framework, version).defaults.get("moe_experts") or "")
 
 
 @functools.cache
