@@ -21,9 +21,9 @@ T, H, F, E, K = 4096, 1024, 512, 16, 4
 
 def _cfg(version: str | None = "2025-05", ep: int = 1, framework: str | None = "torchtitan",
          gpu_name: str = "h100-sxm-80gb", **model: object) -> RunConfig:
-    fields: dict = dict(name="m", hidden_size=H, num_layers=1, num_attention_heads=8,
-                        ffn_hidden_size=2048, activation="swiglu", num_experts=E,
-                        moe_router_topk=K, moe_ffn_hidden_size=F, add_bias_linear=False)
+    fields: dict = {"name": "m", "hidden_size": H, "num_layers": 1, "num_attention_heads": 8,
+                    "ffn_hidden_size": 2048, "activation": "swiglu", "num_experts": E,
+                    "moe_router_topk": K, "moe_ffn_hidden_size": F, "add_bias_linear": False}
     fields.update(model)
     training = TrainingConfig(global_batch_size=8, micro_batch_size=1, seq_length=T,
                               framework=framework, framework_version=version)

@@ -167,8 +167,8 @@ def sdpa_enable_gqa_problem(training: dict[str, Any]) -> None:
     """Refuse ``training.sdpa_enable_gqa`` where it cannot apply: a run whose framework's models
     do not copy K and V before SDPA (no profile feature ``sdpa_repeat_kv``: the option would
     change nothing), an attention kernel SDPA does not dispatch to (``sdpa`` or the profile's
-    ``sdpa_by_arch`` kernels, as ``workload.shard.kv_repeated`` reads them), or a plain
-    PyTorch run on a torch release before 2.5 (``SDPA_ENABLE_GQA_SINCE``)."""
+    ``sdpa_by_arch`` kernels or its ``sdpa_backends``, as ``workload.shard.kv_repeated`` reads
+    them), or a plain PyTorch run on a torch release before 2.5 (``SDPA_ENABLE_GQA_SINCE``)."""
     if not truthy(training.get("sdpa_enable_gqa")):
         return
     framework = training.get("framework")
@@ -185,7 +185,8 @@ def sdpa_enable_gqa_problem(training: dict[str, Any]) -> None:
                           "models do not repeat K and V before SDPA, so enable_gqa changes "
                           "nothing; leave it out")
     kernel = str(training.get("attention") or "")
-    dispatched = set((profile.defaults.get("sdpa_by_arch") or {}).values())
+    dispatched = set((profile.defaults.get("sdpa_by_arch") or {}).values()) \
+        | set(profile.features.get("sdpa_backends") or ())  # its own sdpa_kernel list
     if kernel and kernel != "sdpa" and kernel not in dispatched:
         raise ConfigError(f"training.sdpa_enable_gqa=true with training.attention={kernel}: "
                           "enable_gqa is an argument of SDPA, which does not run that kernel; "

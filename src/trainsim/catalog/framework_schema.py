@@ -90,6 +90,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "mtp_uneven_pipeline": _nullable(_enum(("balanced", "filled"))),
     # the attention implementations and the MoE token dispatchers the user may pick
     "attention_kernels": _nullable(_list_of(ATTENTION, "attention implementations")),
+    # the backends the framework's own ``sdpa_kernel`` list lets PyTorch's SDPA dispatch to
+    # (a run stating one of them runs it through SDPA: ``workload.shard.sdpa_kernels``)
+    "sdpa_backends": _nullable(_list_of(ATTENTION, "SDPA backends")),
     "moe_dispatchers": _nullable(_list_of(MOE_DISPATCHERS, "MoE token dispatchers")),
     # the attention kernel the framework's model runs for a model with attention-logit
     # soft-capping (``ModelConfig.attn_logit_softcapping``), whatever the default: Megatron-
@@ -535,6 +538,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "vocab_divisible_by", "mtp_uneven_pipe
     "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
     "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",
     "mla_down_proj_duplicated", "fp8_dtensor_tp", "fp8_weight_transpose_copy", "sdpa_by_arch",
+    "sdpa_backends",
     "modules", "cpu_offloading", "moe_probs_in_expert", "moe_fp8_padding",
     "moe_deepep_permute_pads", "grouped_gemm", "grouped_gemm_by_arch", "moe_experts", "moe_te_permute_maps",
     "moe_router_force_balance", "delay_wgrad_compute", "moe_shared_experts_attn_node",

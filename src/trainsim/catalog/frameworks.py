@@ -111,7 +111,10 @@ class FrameworkProfile:
         """Whether the framework could do ``feature`` at this version; None when unknown.
 
         ``feature`` is a key of ``features``, an attention implementation name (``flash2``) or
-        a MoE token dispatcher (``deepep``)."""
+        a MoE token dispatcher (``deepep``). An attention kernel is supported where the entry
+        lists it (``attention_kernels``); one the framework reaches only through SDPA
+        (``sdpa_backends``: torchtitan's cuDNN) is not, so the fallback's kernel rule does not
+        take it (benchmarks/RESULTS.md 55th session, titan55: blind scores worse with it)."""
         if feature in self.features:
             value = self.features[feature]
             if value is None or isinstance(value, bool):

@@ -237,6 +237,15 @@ def separate_projections(cfg: RunConfig) -> bool:
         bool(profile_supports(cfg, "separate_qkv"))
 
 
+def sdpa_kernels(framework: str, version: str | None) -> tuple[str, ...]:
+    """The kernels a framework runs only through PyTorch's SDPA: its own ``sdpa_kernel``
+    list's backends (profile ``sdpa_backends``: torchtitan's cuDNN first from 2025-05 on
+    sm100, 2025-10 on every GPU) that it does not also call directly (``attention_kernels``)."""
+    backends = framework_feature(framework, version, "sdpa_backends") or ()
+    direct = framework_feature(framework, version, "attention_kernels") or ()
+    return tuple(k for k in backends if k not in direct)
+
+
 def kv_repeated(cfg: RunConfig) -> bool:
     """Whether the model copies GQA's K and V to every query head before the attention kernel:
     before SDPA where the profile's models do (``sdpa_repeat_kv``: transformers' repeat_kv up
@@ -245,13 +254,15 @@ def kv_repeated(cfg: RunConfig) -> bool:
     models do (``unfused_repeat_kv``: transformers' ``eager_attention_forward``, v4.53.3 and
     v4.54.0 models/llama/modeling_llama.py L177-L178 / L178-L179); never before another kernel
     (transformers' FlashAttention-2 path, integrations/flash_attention.py, passes the KV heads
-    as they are). SDPA's kernel is ``sdpa`` or the one this torch release dispatches it to on
-    the run's GPU (profile ``sdpa_by_arch``, applied by ``catalog.defaults``)."""
+    as they are). SDPA's kernel is ``sdpa``, the one this torch release dispatches it to on
+    the run's GPU (profile ``sdpa_by_arch``, applied by ``catalog.defaults``), or one the
+    framework reaches only through SDPA (``sdpa_kernels``)."""
     t = cfg.training
     if not t.framework:
         return False
     dispatched = framework_default(t.framework, t.framework_version, "sdpa_by_arch")
-    if t.attention == "sdpa" or t.attention in (dispatched or {}).values():
+    if t.attention == "sdpa" or t.attention in (dispatched or {}).values() \
+            or t.attention in sdpa_kernels(t.framework, t.framework_version):
         return not t.sdpa_enable_gqa and bool(profile_supports(cfg, "sdpa_repeat_kv"))
     return t.attention in MATERIALIZED_SCORES and bool(profile_supports(cfg, "unfused_repeat_kv"))
 
