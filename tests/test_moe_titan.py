@@ -167,3 +167,21 @@ def test_pr1974_dsv3_16b_layer_timings():
     for version, measured in bench.MEASURED_MS.items():
         assert bench.layer_ms(version, "h100-sxm-80gb") == pytest.approx(measured, rel=0.08)
     assert bench.layer_ms("", "h100-sxm-80gb") < 0.7 * min(bench.MEASURED_MS.values())
+
+
+def test_gate_runs_in_fp32_from_ab5ed59f8():
+    """From 2026-03 the gate GEMM runs under autocast to fp32: input and weight cast up, the
+    GEMM in fp32, no cast of the scores; before, a bf16 GEMM and the scores' .to(float32)."""
+    before, _ = _ops(_cfg("2026-02"))
+    after, bwd = _ops(_cfg("2026-03"))
+    assert _op(before, "router").dtype == "bf16"
+    assert not any(op.name == "router_fp32_casts" for op in before)
+    assert _op(after, "router").dtype == "fp32"
+    casts = _op(after, "router_fp32_casts")
+    assert casts.bytes == (T + E) * H * (ACT_BYTES + 4) and casts.kernels == 2
+    assert [op.name for op in after][:3] == ["router_fp32_casts", "router", "router_topk_softmax"]
+    assert _op(after, "router_topk_softmax").kernels == _op(before, "router_topk_softmax").kernels - 1
+    assert _op(after, "router_topk_softmax").bytes == pytest.approx(
+        _op(before, "router_topk_softmax").bytes - T * E * (ACT_BYTES + 4))
+    names = [op.name for op in bwd]
+    assert names.index("router_fp32_casts.bwd") > names.index("router.wgrad")

@@ -78,7 +78,8 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     beside = shared is not None and p.moe_token_dispatcher_type == "alltoall" \
         and shared_expert_overlap(cfg)
     if titan:
-        ops.extend(moe_titan.router_ops(tokens, E, m.hidden_size, k))
+        ops.extend(moe_titan.router_ops(tokens, E, m.hidden_size, k,
+                                        bool(profile_supports(cfg, "moe_gate_fp32"))))
     else:
         ops.extend(moe_router.router_ops(cfg, tokens, MOE_KERNELS["router"]))
     if m.moe_latent_size:  # preprocess: h -> latent on the rank's own tokens, before the permute

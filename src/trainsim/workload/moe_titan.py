@@ -103,19 +103,35 @@ def sort_bytes(n: int) -> float:
     return float(SORT_PASSES * n * 2 * INDEX * 2)
 
 
-def router_ops(tokens: int, experts: int, hidden: int, topk: int) -> list[Op]:
+def router_ops(tokens: int, experts: int, hidden: int, topk: int, fp32_gate: bool = False
+               ) -> list[Op]:
     """The gate GEMM and ``ROUTER``'s element-wise work on ``tokens x experts`` fp32 scores: the
     cast (read 2, write 4), the score function and the bias add (read 4, write 4 each), topk's
     read; on the ``tokens x top_k`` choices: topk's values and ids written, the gather, the
     scale and the histogram. Backward: the gather's zero fill and scatter, the score function
-    (two reads, a write) and the cast back (read 4, write 2)."""
+    (two reads, a write) and the cast back (read 4, write 2).
+
+    ``fp32_gate`` (profile ``moe_gate_fp32``, ab5ed59f8 2026-03-04): the gate runs under
+    ``torch.autocast(dtype=float32)``: autocast casts the input and the weight up (read 2, write
+    4 each), the GEMM runs in fp32 (TF32 off), its output needs no cast; backward the two
+    gradients are cast back (read 4, write 2 each)."""
     te, tk = tokens * experts, tokens * topk
-    fwd = te * (ACT_BYTES + F32 + 2 * F32 + 2 * F32 + F32) + tk * (F32 + INDEX) \
-        + tk * (INDEX + 2 * F32) + tk * 2 * F32 + tk * INDEX
-    bwd = tk * 2 * F32 + te * F32 + tk * (INDEX + F32) + te * 3 * F32 + te * (F32 + ACT_BYTES)
-    return [Gemm("router", m=tokens, n=experts, k=hidden, dtype="bf16"),
-            Elementwise("router_topk_softmax", bytes=float(fwd), kernels=ROUTER_KERNELS[0],
-                        bwd_bytes=float(bwd), bwd_kernels=ROUTER_KERNELS[1])]
+    cast = 0 if fp32_gate else 1  # the scores' .to(float32) and its backward
+    fwd = cast * te * (ACT_BYTES + F32) + te * (2 * F32 + 2 * F32 + F32) \
+        + tk * (F32 + INDEX) + tk * (INDEX + 2 * F32) + tk * 2 * F32 + tk * INDEX
+    bwd = tk * 2 * F32 + te * F32 + tk * (INDEX + F32) + te * 3 * F32 \
+        + cast * te * (F32 + ACT_BYTES)
+    ops: list[Op] = []
+    if fp32_gate:
+        moved = float((tokens + experts) * hidden * (ACT_BYTES + F32))
+        ops.append(Elementwise("router_fp32_casts", bytes=moved, kernels=2, bwd_bytes=moved,
+                               bwd_kernels=2))
+    ops.append(Gemm("router", m=tokens, n=experts, k=hidden,
+                    dtype="fp32" if fp32_gate else "bf16"))
+    ops.append(Elementwise("router_topk_softmax", bytes=float(fwd),
+                           kernels=ROUTER_KERNELS[0] - 1 + cast, bwd_bytes=float(bwd),
+                           bwd_kernels=ROUTER_KERNELS[1] - 1 + cast))
+    return ops
 
 
 def reorder_op(style: str, tokens: int, topk: int) -> Elementwise:
