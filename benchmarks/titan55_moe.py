@@ -44,22 +44,35 @@ def dsv3_16b(version: str, gpu_name: str) -> RunConfig:
                      cluster=ClusterConfig(gpu=gpu(gpu_name), num_gpus=1, gpus_per_node=1))
 
 
-def layer_ms(version: str, gpu_name: str, show: bool = False) -> float:
-    """Forward and backward of the layer, each op priced alone and summed (a benchmark loop on
-    one GPU: kernels back to back, no communication)."""
+PARTS = (("router", "router"), ("reorder+gather", "permute"), ("padding/EP order", "expert_pad"),
+         ("padding/EP order", "expert_ep"), ("grouped GEMMs", "expert_fc"),
+         ("SwiGLU", "expert_act"), ("fp32 scores", "expert_score"), ("combine", "unpermute"),
+         ("shared experts", "shared_"))
+"""(part, op-name prefix): the parts the summary line adds up, forward and backward."""
+
+
+def layer_parts(version: str, gpu_name: str, show: bool = False) -> dict[str, float]:
+    """Forward and backward of the layer by part (ms), each op priced alone and summed (a
+    benchmark loop on one GPU: kernels back to back, no communication)."""
     cfg = dsv3_16b(version, gpu_name)
     sh = shard_of(cfg)
     ops: list = []
     moe_block(ops, cfg, sh)
     ops += backward_of(ops, sh)
     model = _model(gpu_name)
-    total = 0.0
+    parts: dict[str, float] = {}
     for op in ops:
         ms = model.explain(op)[0] * 1e3
-        total += ms
+        part = next((p for p, prefix in PARTS if op.name.startswith(prefix)), "other")
+        parts[part] = parts.get(part, 0.0) + ms
         if show:
             print(f"    {op.name:32s} {ms:7.3f} ms")
-    return total
+    return parts
+
+
+def layer_ms(version: str, gpu_name: str, show: bool = False) -> float:
+    """The layer's forward and backward in total (ms)."""
+    return sum(layer_parts(version, gpu_name, show).values())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,10 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     for gpu_name in ("h100-sxm-80gb", "h200-sxm-141gb"):
         print(gpu_name)
         for version, what in ERAS.items():
-            ms = layer_ms(version, gpu_name, args.ops)
+            parts = layer_parts(version, gpu_name, args.ops)
+            ms = sum(parts.values())
             meas = MEASURED_MS.get(version)
             err = f", measured {meas:.2f} ms ({100 * (ms / meas - 1):+.1f} %)" if meas else ""
             print(f"  {version or '-':8s} {what:42s} {ms:6.2f} ms{err}")
+            print("           " + ", ".join(f"{p} {v:.2f}" for p, v in parts.items()))
     return 0
 
 
