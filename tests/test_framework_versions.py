@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
     ("deepspeed", "v0.5.5", "2021-10-31"),    # 2021-11-02: _allgather_params_coalesced (c0eeb69df)
     ("deepspeed", "v0.6.0", "2022-03"),       # 2022-03-07
     ("llm-foundry", "v0.10.0", "2024-01"),    # 2024-07-02
-    ("torchtitan", "v0.1.0", "2025-04"),      # 2025-06-17 (entries 2025-04, 2026-01)
+    ("torchtitan", "v0.1.0", "2025-05"),      # 2025-06-17 (entries 2025-04, 2025-05, 2025-10)
     ("torchtitan", "v0.2.2", "2026-01"),      # 2026-02-20
     ("megatron-lm", "core_r0.8.0", "2024-06"),  # 2024-08-12 (entries 2024-06, 2024-09)
     ("megatron-lm", "core_v0.9.0", "2024-09"),  # 2024-10-24
