@@ -294,12 +294,17 @@ def state_proof(tl, copy: list[int], n_per: int) -> float | None:
 
 # ---------------------------------------------------------------------------- framework mirrors
 
+def mirror_git(repo: str) -> Path:
+    """The git dir (no work tree) of the framework mirror ``repo`` (``owner+name``) under
+    ``$TRAINSIM_MIRRORS`` (default /work/.mirror), as benchmarks/mirror_rows.py ``mirror``."""
+    return Path(os.environ.get("TRAINSIM_MIRRORS", "/work/.mirror")) / repo / "repo"
+
+
 def mirror_source(repo: str, rev: str, path: str) -> str:
-    """``path`` at ``rev`` in the framework mirror ``repo`` (``owner+name``), a git dir without
-    a work tree under ``$TRAINSIM_MIRRORS`` (default /work/.mirror); the test is skipped where
-    the mirror or the file is not at hand."""
-    root = Path(os.environ.get("TRAINSIM_MIRRORS", "/work/.mirror"))
-    git = root / repo / "repo"
+    """``path`` at ``rev`` in the framework mirror ``repo`` (``owner+name``, :func:`mirror_git`);
+    the test is skipped where the mirror or the file is not at hand."""
+    git = mirror_git(repo)
+    root = git.parent.parent
     if not git.exists():
         pytest.skip(f"no {repo} mirror under $TRAINSIM_MIRRORS ({root})")
     out = subprocess.run(["git", "-C", str(git), "show", f"{rev}:{path}"], check=False,
@@ -394,7 +399,8 @@ def validated(path: Path) -> tuple[str, tuple]:
 
 
 def check_validates_with_no_failed_row(path: Path) -> None:
-    """Every row of a training file gets a finite positive prediction."""
+    """Every row of a training file gets a finite positive prediction of its time and of its
+    memory, with no error."""
     import math
 
     from trainsim.validate import summarize
@@ -402,8 +408,10 @@ def check_validates_with_no_failed_row(path: Path) -> None:
     _, res = validated(path)
     s = summarize(res)
     assert s["failed"] == 0 and s["n"] == len(training_rows(path))
+    assert all(r.error is None for r in res), {r.id: r.error for r in res if r.error}
     assert all(r.predicted is not None and math.isfinite(r.predicted) and r.predicted > 0
                for r in res)
+    assert all(r.predicted_memory_gib and r.predicted_memory_gib > 0 for r in res)
 
 
 def load_script(path: Path):

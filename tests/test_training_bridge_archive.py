@@ -2,35 +2,25 @@
 performance archive (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @ 067f987,
 sections 25.11, 26.04.01 and 26.06) that no other file holds -- every GB300 and B300 row among
 them. benchmarks/bridge_archive_rows.py writes benchmarks/training_bridge_archive.csv. The rows
-re-derived from the table, the rows other files hold left out, every row predicted, and a bound
-on the first-prediction error that can fail."""
+re-derived from the table and the rows other files hold left out; the generic checks (the
+generator, its --check, every row predicted, the error bound) are tests/test_training_files.py's."""
 
 from __future__ import annotations
 
 import csv
-import io
 from pathlib import Path
 
 import pytest
-from helpers import (
-    check_extra_training_file,
-    check_generator_writes,
-    check_script_check_mode,
-    check_validates_with_no_failed_row,
-    load_script,
-    validated,
-)
+from helpers import load_script, training_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 FILE = ROOT / "benchmarks" / "training_bridge_archive.csv"
 SCRIPT = ROOT / "benchmarks" / "bridge_archive_rows.py"
 GEN = load_script(SCRIPT)
-N_ROWS = 57
 
 
 def test_file_is_the_archive_rows_no_other_file_holds():
-    rows = check_extra_training_file(FILE, min_rows=N_ROWS)
-    assert len(rows) == N_ROWS
+    rows = training_rows(FILE)
     others = set()
     for path in (ROOT / "benchmarks").glob("training_*.csv"):
         if path != FILE and path.name != "training_errata.csv":
@@ -72,32 +62,3 @@ def test_left_out_rows_name_what_is_missing():
     assert not any("NVFP4" in x or "Nemotron_3_Super" in x for x in out)
     assert sum("Muon" in x for x in out) == 2
     assert not any("Nemotron_3_Nano" in x for x in out)
-
-
-def test_generator_writes_the_file():
-    out = check_generator_writes(SCRIPT, FILE)
-    assert len(list(csv.DictReader(io.StringIO(out)))) == N_ROWS
-
-
-def test_typed_table_is_the_mirror_text():
-    check_script_check_mode(SCRIPT, GEN._mirror(), "NVIDIA-NeMo/Megatron-Bridge")
-
-
-def test_file_validates_with_no_failed_row():
-    check_validates_with_no_failed_row(FILE)
-
-
-def test_error_stays_under_todays_bound():
-    """2026-11-28 first prediction (main ea53e530, nothing fitted or changed for it): 51 rows,
-    MAPE 9.77 %, max 35.8 % (GPT-OSS 120B BF16 on 64 B200, 25.11: -35.8 %), signed -0.6 %;
-    by system GB300 +5.2 % signed, GB200 -6.4 %, B300 -1.0 %, B200 -11.8 %. Bounds: MAPE
-    9.8 + 1.2 points (12 % of it), each row within -42 / +30 % (the extremes -35.8 / +22.8 %
-    plus ~6 points) (RESULTS.md, data49). 2026-11-28 (nvfp452): the 6 Llama NVFP4 rows join
-    (MAPE 7.8 %, signed +5.0 %: GB200 405B +13.0 / +14.8 %, GB300 405B -5.0 / -3.2 %, 70B
-    +7.9 / +2.7 %); 57 rows, MAPE 8.0 %. nvfp453 (NVFP4 GEMMs at 1.975x the 8-bit rate): GB200
-    405B -9.4 / -8.0 %, 70B -15.8 %, below the archive's GB200 rows (-6.4 % signed) as the GB300
-    NVFP4 rows are below its GB300 rows; 57 rows, MAPE 8.1 %."""
-    _, res = validated(FILE)
-    errs = [r.predicted / r.measured - 1 for r in res]
-    assert len(errs) == N_ROWS and all(-0.42 <= e <= 0.30 for e in errs)
-    assert sum(abs(e) for e in errs) / len(errs) <= 0.11

@@ -8,20 +8,15 @@
 - benchmarks/training_nemotron4.csv: the Nemotron-4 15B Technical Report (arXiv:2402.16819)
   Table 2, the production run's three batch-ramp stages on 768-2,304 H100s.
 
-The rows re-derived from the published figures (tokens/s, MFU), every row predicted, and a
-bound on today's first-prediction error that can fail."""
+The rows re-derived from the published figures (tokens/s, MFU) and bounds on today's
+first-prediction error that can fail (the generic checks: tests/test_training_files.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from helpers import (
-    check_extra_training_file,
-    check_validates_with_no_failed_row,
-    training_rows,
-    validated,
-)
+from helpers import training_rows, validated
 
 ROOT = Path(__file__).resolve().parents[1]
 DGXC = ROOT / "benchmarks" / "training_dgxc.csv"
@@ -63,7 +58,7 @@ NEMOTRON4_TABLE2 = {96: (768, 0.57, 34.3, 384), 192: (1536, 0.58, 33.3, 768), 28
 
 
 def test_dgxc_file_is_the_published_tables():
-    rows = check_extra_training_file(DGXC, min_rows=44)
+    rows = training_rows(DGXC)
     assert {r["id"] for r in rows} == set(DGXC_PUBLISHED)
     for r in rows:
         t, tps = DGXC_PUBLISHED[r["id"]]
@@ -84,8 +79,7 @@ def test_dgxc_file_is_the_published_tables():
 
 
 def test_nemotron4_rows_are_table_2_and_its_mfu():
-    rows = check_extra_training_file(NEMOTRON4, min_rows=3)
-    assert len(rows) == 3
+    rows = training_rows(NEMOTRON4)
     for r in rows:
         dp = int(r["id"].rsplit("dp", 1)[1])
         gpus, t, mfu, gbs = NEMOTRON4_TABLE2[dp]
@@ -94,14 +88,6 @@ def test_nemotron4_rows_are_table_2_and_its_mfu():
         # MFU as the report takes it: 6 x 15.7e9 parameters x tokens / (time x GPUs x 989 TFLOP/s)
         flops = 6 * (3.2e9 + 12.5e9) * 4096 * gbs
         assert 100 * flops / (t * gpus * 989e12) == pytest.approx(mfu, abs=1.0), r["id"]
-
-
-def test_dgxc_file_validates_with_no_failed_row():
-    check_validates_with_no_failed_row(DGXC)
-
-
-def test_nemotron4_file_validates_with_no_failed_row():
-    check_validates_with_no_failed_row(NEMOTRON4)
 
 
 def test_dgxc_error_stays_under_todays_bound():

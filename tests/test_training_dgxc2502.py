@@ -3,7 +3,8 @@
 nemo:24.12 container: Llama 3.1 8B / 70B / 405B, GPT-3 175B and Nemotron-4 15B on DGX H100, BF16
 and FP8, smallest and largest full-model scale. benchmarks/dgxc2502_rows.py writes
 benchmarks/training_dgxc2502.csv from those rows and the v25.02 tables. Checked: the published
-figures, the cells shared with the dgxc2411 rows, every row predicted, today's error bound."""
+figures and the cells shared with the dgxc2411 rows (every row predicted, the generator and
+today's error bound: tests/test_training_files.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,7 @@ import csv
 from pathlib import Path
 
 import pytest
-from helpers import (
-    check_extra_training_file,
-    check_generator_writes,
-    check_validates_with_no_failed_row,
-    validated,
-)
+from helpers import training_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 FILE = ROOT / "benchmarks" / "training_dgxc2502.csv"
@@ -41,7 +37,7 @@ CHANGED = {"id", "source", "note", "framework_version", "measured_iteration_s", 
 
 
 def test_file_is_the_published_tables_on_the_2411_recipes():
-    rows = check_extra_training_file(FILE, min_rows=20)
+    rows = training_rows(FILE)
     with open(BASE, newline="") as fh:
         base = {r["id"]: r for r in csv.DictReader(fh)}
     assert {r["id"].removeprefix("dgxc2502-") for r in rows} == set(PUBLISHED)
@@ -53,22 +49,3 @@ def test_file_is_the_published_tables_on_the_2411_recipes():
         assert tokens / t == pytest.approx(tps, rel=2e-3), r["id"]
         old = base[r["id"].replace("dgxc2502", "dgxc2411")]
         assert {k for k in r if r[k] != old[k]} <= CHANGED, r["id"]
-
-
-def test_generator_writes_the_file():
-    check_generator_writes(ROOT / "benchmarks" / "dgxc2502_rows.py", FILE)
-
-
-def test_file_validates_with_no_failed_row():
-    check_validates_with_no_failed_row(FILE)
-
-
-def test_error_stays_under_todays_bound():
-    """2026-11-26 first prediction (main e187151, nothing fitted or changed for it): 20 rows MAPE
-    2.8 %, max 10.7 % (GPT-3 175B fp8 at 2,048 GPUs; the fp8 175B rows -6.6 / -10.7 %, the
-    Llama 3.1 70B fp8 rows -4.4 / -8.4 %: too fast), signed -2.1 %. Bounds: those plus a margin
-    (RESULTS.md, 27th session, newsrc7)."""
-    _, res = validated(FILE)
-    apes = [r.ape for r in res]
-    assert len(apes) == 20
-    assert sum(apes) / len(apes) <= 0.04 and max(apes) <= 0.13

@@ -2,22 +2,14 @@
 NeMo 2 form (``pretrain_grok1_314b``, nemo:25.04.00), release v25.05.02: 128-512 GB200 (TP 4, EP 8,
 expert TP 4, CUDA graphs) and 512 H100 (TP 4, PP 8, CP 2, EP 8, VP 8), bf16 and fp8, all 64
 layers. benchmarks/dgxc_grok1_2505_rows.py writes benchmarks/training_dgxc_grok1_2505.csv. The
-GB200 rows state expert TP in the optional ``etp`` column (added for them)."""
+GB200 rows state expert TP in the optional ``etp`` column (added for them). The generic checks
+and the file's error bound: tests/test_training_files.py."""
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
-from helpers import (
-    check_extra_training_file,
-    check_generator_writes,
-    check_script_check_mode,
-    check_validates_with_no_failed_row,
-    load_script,
-    validated,
-)
+from helpers import load_script, training_rows, validated
 
 from trainsim.validate.training import predict_training_row, row_config
 
@@ -28,14 +20,13 @@ GEN = load_script(SCRIPT)
 
 
 def _rows() -> dict[str, dict[str, str]]:
-    return {r["id"]: r for r in check_extra_training_file(FILE, min_rows=8)}
+    return {r["id"]: r for r in training_rows(FILE)}
 
 
 def test_file_is_the_tables_and_launch_sh():
     """Each row's seconds are its README column's step time; its sizes launch.sh's branch and
     the README's table (GBS = 2 x GPUs); Grok-1's shape as in the v24.11 / v25.02 file."""
     rows = _rows()
-    assert len(rows) == 8
     for gpu, dtype, _title, cols in GEN.TABLES.values():
         tp, pp, cp, ep, etp, vp, graphs = GEN.LAYOUT[gpu]
         for gpus, t, _tps in cols:
@@ -67,34 +58,19 @@ def test_etp_column_reaches_the_config():
     assert stated.predicted_memory_gib < unstated.predicted_memory_gib - 50
 
 
-def test_generator_writes_the_file():
-    out = check_generator_writes(SCRIPT, FILE)
-    assert len(list(csv.DictReader(io.StringIO(out)))) == 8
-
-
-def test_typed_tables_are_the_mirror_text():
-    check_script_check_mode(SCRIPT, GEN.mirror_rows.mirror(GEN.REPO_DIR), "NVIDIA/dgxc-benchmarking")
-
-
-def test_file_validates_with_no_failed_row():
-    check_validates_with_no_failed_row(FILE)
-
-
 def test_every_run_fits():
     """The runs ran: each fits its GPU (GB200 at most 152.6 GiB, H100 66.4 GiB on 2026-11-28)."""
     _, res = validated(FILE)
     assert all(r.fits_in_memory for r in res), {r.id: r.predicted_memory_gib for r in res}
 
 
-def test_error_stays_under_todays_bound():
+def test_fp8_rows_are_faster_than_bf16_relative_to_measured():
     """2026-11-28 first prediction (nothing fitted): MAPE 5.6 %, max 13.9 %; GB200 bf16 +1.8 ..
     +3.0 %, fp8 -5.2 .. -7.6 %; H100 bf16 +13.9 %, fp8 -4.7 %. Bounds: MAPE <= 10 %, each row
-    within -15 / +20 %, the fp8 rows faster (relative to measured) than the bf16 ones."""
+    within -15 / +20 % (tests/test_training_files.py), the fp8 rows faster (relative to
+    measured) than the bf16 ones."""
     _, res = validated(FILE)
-    assert len(res) == 8
     errs = {r.id: r.predicted / r.measured - 1 for r in res}
-    assert sum(abs(e) for e in errs.values()) / len(errs) <= 0.10, errs
-    assert all(-0.15 <= e <= 0.20 for e in errs.values()), errs
     bf16 = [e for k, e in errs.items() if "-bf16-" in k]
     fp8 = [e for k, e in errs.items() if "-fp8-" in k]
     assert sum(fp8) / len(fp8) < sum(bf16) / len(bf16), (bf16, fp8)

@@ -2,28 +2,18 @@
 32 / 256 / 512 A100 80GB (alibaba/Megatron-LLaMA README.md @ 25306de, as first published in
 d2e05b8, 2023-09-04). benchmarks/megatron_llama_rows.py writes
 benchmarks/training_megatron_llama.csv. The seconds re-derived from the README, the DeepSpeed
-baseline's unstated ZeRO stage tuned over the stages DeepSpeed runs, and each row either predicted
-within a bound or refused for its framework's name only."""
+baseline's unstated ZeRO stage tuned over the stages DeepSpeed runs (the generic checks and each
+row's bound through the no-profile fallback: tests/test_training_files.py)."""
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
 import pytest
-from helpers import (
-    check_extra_training_file,
-    check_generator_writes,
-    check_script_check_mode,
-    load_script,
-    validated,
-)
+from helpers import training_rows, validated
 
 ROOT = Path(__file__).resolve().parents[1]
 FILE = ROOT / "benchmarks" / "training_megatron_llama.csv"
-SCRIPT = ROOT / "benchmarks" / "megatron_llama_rows.py"
-GEN = load_script(SCRIPT)
 
 # id -> tokens/s/GPU as the README gives it (the 32-GPU pair from the hours for 10B tokens)
 TPS = {"mllama2309-llama-13b-a100-32-odo2309": 1e10 / (40.3 * 3600 * 32),
@@ -34,7 +24,7 @@ TPS = {"mllama2309-llama-13b-a100-32-odo2309": 1e10 / (40.3 * 3600 * 32),
 
 
 def test_file_is_the_readme_in_seconds():
-    rows = check_extra_training_file(FILE, min_rows=8)
+    rows = training_rows(FILE)
     assert {r["id"] for r in rows} == set(TPS)
     for r in rows:
         n = int(r["num_gpus"])
@@ -72,24 +62,3 @@ def test_deepspeed_stages_are_the_users_choice():
     profile = framework_profile("deepspeed", "2023-09")
     assert user_zero_stages(profile) == [0, 1, 2, 3]
     assert user_zero_stages(framework_profile("megatron-core", "0.6")) == []
-
-
-def test_rows_predict_through_the_fallback():
-    """megatron-llama has no profile and is no misspelling of megatron-lm (3 edits,
-    ``validate.framework_names.TYPO_EDITS``): every row is predicted with the mechanisms its own cells
-    select, within -45 / +25 % (2026-11-28: MAPE 17.5 %, -5.9 .. -27.1 %; RESULTS.md, 52nd
-    session coordinator)."""
-    _, res = validated(FILE)
-    assert len(res) == 8
-    for r in res:
-        assert r.error is None, r.error
-        assert -0.45 <= r.predicted / r.measured - 1 <= 0.25, r
-
-
-def test_generator_writes_the_file():
-    out = check_generator_writes(SCRIPT, FILE)
-    assert len(list(csv.DictReader(io.StringIO(out)))) == 8
-
-
-def test_typed_figures_are_the_mirror_text():
-    check_script_check_mode(SCRIPT, GEN.mirror_rows.mirror(GEN.REPO_DIR), "alibaba/Megatron-LLaMA")

@@ -1,14 +1,14 @@
 """Megatron-LM's Llama FP8 example table (benchmarks/training_mlm_llama.csv, issue 17): Llama 3
 8B / 70B / 405B on 8 / 64 / 1,024 H100, examples/llama/README.md @ bf6e99859f. The seconds
-re-derived from the table's tokens/s/GPU, the 8B row's cells from the README's own script, and
-that every row predicts (no bound on the error)."""
+re-derived from the table's tokens/s/GPU and the 8B row's cells from the README's own script
+(every row predicts, no bound on the error: tests/test_training_files.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from helpers import check_extra_training_file
+from helpers import training_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 MLM = ROOT / "benchmarks" / "training_mlm_llama.csv"
@@ -21,7 +21,7 @@ TABLE = {"mlmllama2506-llama3-8b-h100-8": (8, 128, 1, 1, 2, 1, 32, 13812),
 
 def test_file_is_the_table_in_seconds():
     """GBS x 8192 / (tokens/s/GPU x GPUs); the table's GA = GBS / (GPUs / (TP PP CP)) at MBS 1."""
-    rows = check_extra_training_file(MLM, min_rows=3)
+    rows = training_rows(MLM)
     assert {r["id"] for r in rows} == set(TABLE)
     for r in rows:
         n, gbs, tp, pp, cp, vp, ga, tps = TABLE[r["id"]]
@@ -37,7 +37,7 @@ def test_only_the_8b_row_takes_the_scripts_settings():
     """train_llama3_8b_h100_fp8.sh is the 8B configuration (no recompute flag, bf16 gradient
     reduction, TE fused attention, delayed hybrid fp8, distributed optimizer with overlap); the
     70B and 405B rows have no script: those cells stay empty for the tool to choose."""
-    rows = {r["id"]: r for r in check_extra_training_file(MLM, min_rows=3)}
+    rows = {r["id"]: r for r in training_rows(MLM)}
     eight = rows["mlmllama2506-llama3-8b-h100-8"]
     assert (eight["recompute"], eight["grad_reduce_dtype"], eight["attention"],
             eight["fp8_recipe"], eight["distributed_optimizer"], eight["options"]) == \
@@ -46,11 +46,3 @@ def test_only_the_8b_row_takes_the_scripts_settings():
         r = rows[rid]
         assert not any(r[c] for c in ("recompute", "grad_reduce_dtype", "attention", "fp8_recipe",
                                       "distributed_optimizer", "options")), rid
-
-
-def test_every_row_predicts():
-    """The file validates with no failed row (what the error is, RESULTS.md says)."""
-    from trainsim.validate import validate_file
-
-    _, res = validate_file(MLM)
-    assert len(res) == 3 and all(r.error is None and r.predicted and r.predicted > 0 for r in res)

@@ -1,8 +1,8 @@
 """MLPerf Training v5.1 Llama 3.1 8B on AMD MI355X and MI350X (benchmarks/training_mlperf51_amd.csv,
 issue 17): a held-out source (AMD's implementation on ROCm: NeMo 2.5.0rc0, AMD's Megatron-LM
 fork, Transformer Engine's ROCm build), its log format as benchmarks/mlperf_step_time.py reads
-it, a bound on today's error that can fail, and the one-line refusal of a GPU the catalog
-lacks."""
+it and the one-line refusal of a GPU the catalog lacks (the generic checks and the bound on
+today's error: tests/test_training_files.py)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import (
-    check_extra_training_file,
-    check_validates_with_no_failed_row,
-    load_script,
-    mirror_source,
-    training_rows,
-    validated,
-)
+from helpers import load_script, mirror_source, training_rows, validated
 
 ROOT = Path(__file__).resolve().parents[1]
 MIRROR = "mlcommons+training_results_v5.1"
@@ -31,9 +24,8 @@ AMD = ROOT / "benchmarks" / "training_mlperf51_amd.csv"
 SCRIPT = ROOT / "benchmarks" / "mlperf_step_time.py"
 
 
-def test_file_has_the_public_header_and_the_six_submissions():
-    rows = check_extra_training_file(AMD, min_rows=6)
-    assert len(rows) == 6
+def test_file_is_the_six_submissions():
+    rows = training_rows(AMD)
     for r in rows:
         gpu = r["gpu"]
         assert gpu in ("mi355x", "mi350x") and r["id"].startswith("mlperf51-") and \
@@ -136,25 +128,6 @@ def test_rows_are_the_step_time_script_run_on_the_mirrored_logs():
         if results_dir == amd_dir:
             first = dict(runs)["result_0.txt"]["first_block"]  # the 2nd block, the 1st after warm-up
             assert abs(first - 401.421 / 384) < 1e-6
-
-
-def test_mlperf51_amd_file_validates_with_no_failed_row():
-    check_validates_with_no_failed_row(AMD)
-
-
-def test_mlperf51_amd_error_stays_under_todays_bound():
-    """2026-11-25 (22nd session, amd): MAPE 2.1 %, max 5.7 % (the AMD MI355X row); one
-    prediction per GPU: MI355X 1.103 s for four systems that span 1.043-1.100 s (+0.2 to
-    +5.7 %), MI350X 1.307 s for 1.284 (AMD) and 1.328 s (Cisco). Bounds: today's figures plus
-    a margin."""
-    from trainsim.validate import summarize
-
-    _, res = validated(AMD)
-    s = summarize(res)
-    assert s["failed"] == 0 and s["n"] == 6
-    assert s["mape"] <= 0.04 and s["max_ape"] <= 0.085
-    for r in res:
-        assert -0.05 <= (r.predicted - r.measured) / r.measured <= 0.085, r.id
 
 
 def test_rows_read_ck_attention_and_nemo_25_09():

@@ -1,18 +1,14 @@
 """MLPerf Training GPT-3 175B runs by other submitters and rounds than the public file's
 (benchmarks/training_mlperf_partners.csv, issue 17) and the log reader that derived their
-seconds per global batch (benchmarks/mlperf_step_time.py)."""
+seconds per global batch (benchmarks/mlperf_step_time.py); the generic checks:
+tests/test_training_files.py."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from helpers import (
-    check_extra_training_file,
-    check_validates_with_no_failed_row,
-    load_script,
-    training_rows,
-)
+from helpers import load_script, training_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTNERS = ROOT / "benchmarks" / "training_mlperf_partners.csv"
@@ -23,14 +19,10 @@ def _rows() -> list[dict[str, str]]:
     return training_rows(PARTNERS)
 
 
-def test_partner_file_has_the_public_header_and_new_rows_only():
-    for r in check_extra_training_file(PARTNERS, min_rows=9):
+def test_partner_rows_are_mlperf_nemo_results():
+    for r in _rows():
         assert r["id"].startswith("mlperf") and r["framework"] == "mlperf-nemo", r["id"]
         assert "mlcommons/training_results_v" in r["source"] and "/results/" in r["source"]
-
-
-def test_partner_file_validates_with_no_failed_row():
-    check_validates_with_no_failed_row(PARTNERS)
 
 
 def _script():

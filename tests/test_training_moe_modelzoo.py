@@ -2,25 +2,17 @@
 Megatron-core MoE team's yanring/Megatron-MoE-ModelZoo best_practice/qwen3/readme.md (H100 step
 times, H100 long context, GB200 and GB300). benchmarks/moe_modelzoo_rows.py writes
 benchmarks/training_moe_modelzoo.csv. The rows re-derived from the readme's figures, Megatron's
-FLOP count checked on the rows that publish both a time and a rate, every row predicted, and a
-bound on the first-prediction error that can fail."""
+FLOP count checked on the rows that publish both a time and a rate (the generic checks and the
+bound on the first-prediction error: tests/test_training_files.py)."""
 
 from __future__ import annotations
 
 import csv
-import io
 import re
 from pathlib import Path
 
 import pytest
-from helpers import (
-    check_extra_training_file,
-    check_generator_writes,
-    check_script_check_mode,
-    check_validates_with_no_failed_row,
-    load_script,
-    validated,
-)
+from helpers import load_script, training_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 FILE = ROOT / "benchmarks" / "training_moe_modelzoo.csv"
@@ -29,8 +21,7 @@ GEN = load_script(SCRIPT)
 
 
 def test_file_is_the_readme_tables():
-    rows = check_extra_training_file(FILE, min_rows=13)
-    assert len(rows) == 13
+    rows = training_rows(FILE)
     steps = {r[0]: r[15] for r in GEN.H100_TABLE}
     for r in rows:
         assert r["source"].startswith("yanring/Megatron-MoE-ModelZoo best_practice/qwen3/readme.md @ ")
@@ -67,33 +58,6 @@ def test_layout_spells_the_account_for_embedding_and_loss_split():
     assert GEN.layout(32, 3) == "E|(t|)*94L"
     assert GEN.layout(8, 1) == "Et*11|(t*12|)*6t*11L"
     assert GEN.layout(1, 1) == ""
-
-
-def test_generator_writes_the_file():
-    out = check_generator_writes(SCRIPT, FILE)
-    assert len(list(csv.DictReader(io.StringIO(out)))) == 13
-
-
-def test_typed_tables_are_the_mirror_text():
-    check_script_check_mode(SCRIPT, GEN._mirror(), "yanring/Megatron-MoE-ModelZoo")
-
-
-def test_file_validates_with_no_failed_row():
-    check_validates_with_no_failed_row(FILE)
-
-
-def test_error_stays_under_todays_bound():
-    """2026-11-26 first prediction (main db8f7e0, nothing fitted or changed for it): 13 rows,
-    MAPE 17.2 %, max 61.9 %, signed +5.8 %. H100 4k: +0.3, -19.0 (EP overlap), +61.9
-    (Megatron-FSDP), -15.0 (PP 32 all-to-all), -21.2 % (TP 4); H100 long context +5.8 / +7.1 /
-    +9.4 / +9.6 %; GB200 bf16 +7.8 %, GB200 128k mxfp8 +45.2 %, GB300 EP 64 -19.4 %, GB300 PP 4
-    +2.6 %. Bounds: those plus a margin (RESULTS.md, newsrc8). 33rd session (moe33): the
-    Megatron-FSDP row read at its command's TP 1 (``test_fsdp_row_runs_the_commands_tp``) is
-    +0.2 %, the file 11.8 %, max 45.0 % (GB200 128k)."""
-    _, res = validated(FILE)
-    errs = [r.predicted / r.measured - 1 for r in res]
-    assert len(errs) == 13 and all(-0.27 <= e <= 0.50 for e in errs)
-    assert sum(abs(e) for e in errs) / len(errs) <= 0.13
 
 
 def test_fsdp_row_runs_the_commands_tp():

@@ -3,20 +3,15 @@ NVIDIA/NeMo-Framework-Launcher examples/README.md ('pre-training performance of 
 DGXH100, with FP8') at the three commits that set its figures (693244ac 2024-03-05, 81b75a7c
 2024-04-22, 3499f38e 2024-06-03 '24.05 results'), the releases before the NeMo 24.07 summary the
 public file holds. benchmarks/launcher_table_rows.py writes benchmarks/training_nemo_launcher.csv.
-The rows re-derived from the published tokens/s/GPU, every row predicted, and a bound on today's
-first-prediction error that can fail."""
+The rows re-derived from the published tokens/s/GPU (the generic checks and the bound on today's
+first-prediction error: tests/test_training_files.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from helpers import (
-    check_extra_training_file,
-    check_generator_writes,
-    check_validates_with_no_failed_row,
-    validated,
-)
+from helpers import training_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 FILE = ROOT / "benchmarks" / "training_nemo_launcher.csv"
@@ -38,7 +33,7 @@ COMMIT = {"2401": "693244ac8c", "2403": "81b75a7cbd", "2405": "3499f38e2d"}
 
 
 def test_file_is_the_published_table():
-    rows = check_extra_training_file(FILE, min_rows=18)
+    rows = training_rows(FILE)
     assert {r["id"] for r in rows} == set(PUBLISHED)
     for r in rows:
         tps = PUBLISHED[r["id"]]
@@ -49,23 +44,3 @@ def test_file_is_the_published_table():
         assert f"published {tps} tokens/s/GPU" in r["note"], r["id"]
         seq, gbs, gpus = (int(r[k]) for k in ("seq_length", "global_batch_size", "num_gpus"))
         assert float(r["measured_iteration_s"]) == pytest.approx(gbs * seq / (tps * gpus), abs=6e-5)
-
-
-def test_generator_writes_the_file():
-    check_generator_writes(ROOT / "benchmarks" / "launcher_table_rows.py", FILE)
-
-
-def test_file_validates_with_no_failed_row():
-    check_validates_with_no_failed_row(FILE)
-
-
-def test_error_stays_under_todays_bound():
-    """2026-11-26 first prediction (main 5bf9e2c, nothing fitted or changed for it): 18 rows MAPE
-    3.9 %, max 11.0 % (Llama 2 70B at 24.01 -11.0 %; Llama 2 13B TP 4 at 24.03 +9.1 %), signed
-    -2.0 %. Every release maps to the nemo profile's 24.07 entry, so one layout gets one
-    prediction while its measured time moves 4-8 % from release to release. Bounds: those plus
-    a margin (RESULTS.md, 27th session, newsrc7)."""
-    _, res = validated(FILE)
-    apes = [r.ape for r in res]
-    assert len(apes) == 18
-    assert sum(apes) / len(apes) <= 0.05 and max(apes) <= 0.13

@@ -1,13 +1,13 @@
 """Plain-PyTorch (framework ``pytorch``) training rows from fms-fsdp's README
 (benchmarks/training_pytorch.csv, issue 17): the file's format, its conversions and that every
-row is simulated."""
+row is simulated (tests/test_training_files.py)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from helpers import check_extra_training_file, check_validates_with_no_failed_row, training_rows
+from helpers import training_rows
 
 from trainsim.catalog.frameworks import framework_profile
 
@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PYTORCH = ROOT / "benchmarks" / "training_pytorch.csv"
 
 
-def test_pytorch_file_has_the_public_header_and_plain_pytorch_rows():
-    for r in check_extra_training_file(PYTORCH, min_rows=19):
+def test_pytorch_file_has_plain_pytorch_rows():
+    for r in training_rows(PYTORCH):
         assert r["framework"] == "pytorch" and r["framework_version"] in ("2.3", "2.4"), r["id"]
         assert "foundation-model-stack/fms-fsdp README.md @ " in r["source"]
         assert r["zero_stage"] == "3" and r["tp"] == r["pp"] == "1" and r["dtype"] == "bf16"
@@ -71,7 +71,3 @@ def test_profile_runs_these_rows_with_fsdp1_and_sdpa():
         prof = framework_profile("pytorch", version)
         assert prof.defaults["zero_stage_engines"]["3"] == "fsdp1"
         assert prof.defaults["attention"] == "sdpa"
-
-
-def test_pytorch_file_validates_with_no_failed_row():
-    check_validates_with_no_failed_row(PYTORCH)

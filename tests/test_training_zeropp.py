@@ -2,23 +2,14 @@
 the 18B model on 384 V100, 1 to 8 InfiniBand links of 100 Gb/s per 16-GPU node
 (microsoft/DeepSpeed blogs/zeropp figures 6-8). benchmarks/zeropp_rows.py writes
 benchmarks/training_zeropp.csv; its --check re-reads the figures' blobs, the blog text and the
-tutorial from the mirror."""
+tutorial from the mirror (the generic checks and the error bound: tests/test_training_files.py)."""
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
 import pytest
-from helpers import (
-    check_extra_training_file,
-    check_generator_writes,
-    check_script_check_mode,
-    check_validates_with_no_failed_row,
-    load_script,
-    validated,
-)
+from helpers import load_script, training_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 FILE = ROOT / "benchmarks" / "training_zeropp.csv"
@@ -27,8 +18,8 @@ GEN = load_script(SCRIPT)
 
 
 def test_file_is_the_blog_bars():
-    rows = check_extra_training_file(FILE, min_rows=6)
-    assert len(rows) == len(GEN.BARS_18B) == 6
+    rows = training_rows(FILE)
+    assert len(rows) == len(GEN.BARS_18B)
     for r, (fig, _, links, tokens, tf) in zip(rows, GEN.BARS_18B):
         assert r["framework"] == "deepspeed" and r["zero_stage"] == "3"
         assert f"figure {fig}" in r["source"] and f"published {tf} TFLOPs" in r["note"]
@@ -45,31 +36,6 @@ def test_file_is_the_blog_bars():
 def test_count_gives_the_tutorial_log_rate():
     """The tutorial's ZeRO-3 log (64 x 512 tokens, 64 GPUs, 9.9559 s) printed 7.65 TFLOPs."""
     assert GEN.megatron_ds_flops(64) / (9.9559 * 64e12) == pytest.approx(7.65, abs=0.005)
-
-
-def test_generator_writes_the_file():
-    out = check_generator_writes(SCRIPT, FILE)
-    assert len(list(csv.DictReader(io.StringIO(out)))) == 6
-
-
-def test_sources_are_the_mirror_text():
-    from mirror_rows import mirror
-
-    check_script_check_mode(SCRIPT, mirror(GEN.REPO_DIR), "microsoft/DeepSpeed")
-
-
-def test_file_validates_with_no_failed_row():
-    check_validates_with_no_failed_row(FILE)
-
-
-def test_error_stays_under_todays_bound():
-    """2026-11-26 first prediction (main c932233, nothing fitted or changed for it): 6 rows,
-    MAPE 23.6 %, max 44.3 %: 1 link +6.4 / +0.1 %, 2 links -23.4 %, 4 links -44.3 / -37.0 %,
-    8 links -30.8 % (RESULTS.md, zeropp29). Bounds: those plus a margin."""
-    _, res = validated(FILE)
-    errs = [r.predicted / r.measured - 1 for r in res]
-    assert len(errs) == 6 and all(-0.50 <= e <= 0.12 for e in errs)
-    assert sum(abs(e) for e in errs) / len(errs) <= 0.27
 
 
 def test_gap_diagnostic_counts_the_partitioned_gemm_weights():

@@ -1,0 +1,215 @@
+"""What every check file beside the public training file owes, one table for all of them
+(review55: the checks each tests/test_training_*.py module repeated): the public header and at
+least (or exactly) its rows, the generator script printing the committed file, the script's
+``--check`` against the repository mirrors it cites, every row predicted, and today's bound on
+the error where one was set. What one source's rows mean (its tables, its settings, a subset's
+bound) stays in that source's module; a row here says where a bound's history is written."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from pathlib import Path
+
+import pytest
+from helpers import (
+    check_extra_training_file,
+    check_generator_writes,
+    check_script_check_mode,
+    check_validates_with_no_failed_row,
+    mirror_git,
+    validated,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
+DGXC = "NVIDIA+dgxc-benchmarking"
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckFile:
+    """benchmarks/training_<name>.csv and what it is checked for."""
+
+    name: str
+    rows: int
+    """Its rows: at least this many, exactly this many with ``exact``."""
+    exact: bool = True
+    script: str | None = None
+    """The benchmarks/ script that prints the file (None: typed by hand)."""
+    mirrors: tuple[str, ...] = ()
+    """The mirrors (``owner+name``) the script's ``--check`` reads, its own repository first."""
+    mape: float | None = None
+    """The file's mean absolute error of the time stays under this."""
+    band: tuple[float, float] | None = None
+    """Each row's predicted / measured - 1 within these (inclusive)."""
+    slow: bool = False
+    """Its ``--check``, validation and bound run with ``-m slow`` only."""
+
+    @property
+    def path(self) -> Path:
+        return BENCH / f"training_{self.name}.csv"
+
+
+FILES = [
+    # data49 (main ea53e530): 51 rows MAPE 9.77 %, -35.8 / +22.8 %; nvfp452: the 6 Llama NVFP4
+    # rows, 57 rows 8.0 %; nvfp453: 8.1 %. Bounds: 9.8 + 1.2 points, the extremes plus ~6.
+    CheckFile("bridge_archive", 57, script="bridge_archive_rows.py",
+              mirrors=("NVIDIA-NeMo+Megatron-Bridge",), mape=0.11, band=(-0.42, 0.30)),
+    CheckFile("deepspeed", 20, exact=False),
+    CheckFile("dgxc", 44),  # the bounds by release: test_training_dgxc.py
+    # newsrc7 (main e187151): MAPE 2.8 %, max 10.7 % (GPT-3 175B fp8 at 2,048 GPUs), signed -2.1 %
+    CheckFile("dgxc2502", 20, script="dgxc2502_rows.py", mape=0.04, band=(-0.13, 0.13)),
+    # newsrc7 (main 90207d3): MAPE 20.1 %, max 65.8 % (DeepSeek-V3 on GB200); the H100 dense and
+    # GB200 dense bounds: test_training_dgxc2505.py
+    CheckFile("dgxc2505", 27, script="dgxc2505_rows.py", mape=0.23, band=(-0.72, 0.72)),
+    # data54 (main 78e02712): MAPE 15.2 %, every row fast, -7.9 / -23.3 %; fp8 faster than bf16
+    # relative to measured: test_training_dgxc_grok1.py
+    CheckFile("dgxc_grok1", 36, script="dgxc_grok1_rows.py", mirrors=(DGXC,), mape=0.20,
+              band=(-0.30, 0.05)),
+    # dgxc54: MAPE 5.6 %, max 13.9 % (H100 bf16); fp8 below bf16: test_training_dgxc_grok1_2505.py
+    CheckFile("dgxc_grok1_2505", 8, script="dgxc_grok1_2505_rows.py", mirrors=(DGXC,),
+              mape=0.10, band=(-0.15, 0.20)),
+    # dgxc54: bf16 -1.7 %, fp8 -4.7 %; the fp8 / bf16 ratio: test_training_dgxc_llama31_2505.py
+    CheckFile("dgxc_llama31_2505", 2, script="dgxc_llama31_2505_rows.py", mirrors=(DGXC,),
+              band=(-0.10, 0.10)),
+    # dgxc54: MAPE 18.1 %, -28 / -3 %; GB200 fast, fp8 below bf16: test_training_dgxc_llama4.py
+    CheckFile("dgxc_llama4", 8, script="dgxc_llama4_rows.py", mirrors=(DGXC,), mape=0.22,
+              band=(-0.32, 0.10)),
+    # data54 (main 78e02712): MAPE 19.5 %, -2.4 / +41.5 %; bf16 slow: test_training_dgxc_maxtext.py
+    CheckFile("dgxc_maxtext", 22, script="dgxc_maxtext_rows.py", mirrors=(DGXC,), mape=0.26,
+              band=(-0.15, 0.50)),
+    # data54 (main 78e02712): MAPE 18.7 %, every row fast, -14.9 / -25.1 % (the fallback prices
+    # the 5B bf16 step at 49-50 % MFU where Pax ran 42 %)
+    CheckFile("dgxc_paxml", 13, script="dgxc_paxml_rows.py", mirrors=(DGXC, "google+paxml"),
+              mape=0.24, band=(-0.32, 0.05)),
+    # ds30 (main c85c2a1): 42 rows MAPE 27.1 %, every row fast, -55.3 % (530B, 512 GPUs, micro-batch
+    # 1) to -2.2 % (175B, sequence 1024, 256 GPUs, micro-batch 16). Its --check measures images.
+    CheckFile("dsazure", 42, script="dsazure_rows.py", mirrors=("microsoft+DeepSpeed",),
+              mape=0.30, band=(-0.62, 0.05), slow=True),
+    # data52 (main dbb4f753): MAPE 10.6 %, -26.2 / +6.5 %; flagperf53: 9.9 %; the llama3 rows'
+    # bounds: test_training_flagperf.py
+    CheckFile("flagperf", 24, script="flagperf_rows.py",
+              mirrors=("FlagOpen+FlagPerf", "NVIDIA+Megatron-LM"), mape=0.14, band=(-0.32, 0.15)),
+    # data52: MAPE 7.9 %; internevo53: 6.9 %; internevo54: 5.3 %, -22.8 / +2.9 %; the zero1=8 tp1
+    # and checkpointed rows: test_training_internevo.py
+    CheckFile("internevo", 48, script="internevo_rows.py", mirrors=("InternLM+InternEvo",),
+              mape=0.065, band=(-0.27, 0.08)),
+    # newsrc8 (main 529b8d1): MAPE 21.3 %, -47.8 ... -4.8 %; rowopts38 (the interleaved pipeline's
+    # send overlap stated): 26.5 %, -51.4 ... -11.8 %; the last step: test_training_mcore_dsv3_gb200.py
+    CheckFile("mcore_dsv3_gb200", 13, script="dsv3_gb200_ladder_rows.py",
+              mirrors=("NVIDIA+Megatron-LM",), mape=0.29, band=(-0.55, 0.05)),
+    # megatron-llama has no profile and is no misspelling of megatron-lm (3 edits,
+    # validate.framework_names.TYPO_EDITS): the fallback predicts every row (52nd session
+    # coordinator: MAPE 17.5 %, -5.9 .. -27.1 %)
+    CheckFile("megatron_llama", 8, script="megatron_llama_rows.py",
+              mirrors=("alibaba+Megatron-LLaMA",), band=(-0.45, 0.25)),
+    CheckFile("mlm_llama", 3),  # no bound: the error is RESULTS.md's
+    CheckFile("mlperf5", 20, exact=False),
+    # amd (22nd session): MAPE 2.1 %, max 5.7 % (AMD MI355X); one prediction per GPU
+    CheckFile("mlperf51_amd", 6, mape=0.04, band=(-0.05, 0.085)),
+    # nvfp452: GB300 -3.4 %, GB200 +9.8 / +6.7 / +6.1 %; nvfp453 (NVFP4 GEMMs at 1.975x the 8-bit
+    # rate): GB200 -10.9 / -12.7 / -12.7 %, MAPE 9.9 %
+    CheckFile("mlperf51_nvfp4", 4, script="mlperf51_nvfp4_rows.py",
+              mirrors=("mlcommons+training_results_v5.1",), mape=0.12, band=(-0.16, 0.16)),
+    # newsrc7 (main 5bf9e2c): MAPE 7.0 %, every row fast; mlp33 (the data-parallel rings at
+    # MLPerf's 8-channel cap, collectives.nccl.NET_CHANNEL_Bps): 3.0 %, -5.6 ... +1.2 %
+    CheckFile("mlperf51_partners", 6, script="mlperf51_partner_rows.py", mape=0.04,
+              band=(-0.08, 0.03)),
+    CheckFile("mlperf_partners", 9, exact=False),
+    # newsrc8 (main db8f7e0): MAPE 17.2 %, max 61.9 % (Megatron-FSDP); moe33 (that row at its
+    # command's TP 1, test_training_moe_modelzoo.test_fsdp_row_runs_the_commands_tp): 11.8 %,
+    # max 45.0 % (GB200 128k mxfp8)
+    CheckFile("moe_modelzoo", 13, script="moe_modelzoo_rows.py",
+              mirrors=("yanring+Megatron-MoE-ModelZoo",), mape=0.13, band=(-0.27, 0.50)),
+    # the best and drawn runs' bounds and their history: test_training_nanotron.py
+    CheckFile("nanotron", 52, mape=0.45),
+    # newsrc7 (main 5bf9e2c): MAPE 3.9 %, max 11.0 % (Llama 2 70B at 24.01), signed -2.0 %: every
+    # release maps to the nemo profile's 24.07 entry
+    CheckFile("nemo_launcher", 18, script="launcher_table_rows.py", mape=0.05,
+              band=(-0.13, 0.13)),
+    CheckFile("nemo_longseq", 17, mape=0.12),  # by GPU: test_training_nemo_longseq.py
+    CheckFile("nemo_perf", 20, mape=0.11, band=(-0.22, 0.22)),  # by GPU: test_training_nemo_perf.py
+    CheckFile("nemotron4", 3),  # its bound: test_training_dgxc.py
+    CheckFile("olmo_core", 10, mape=0.075, band=(-0.23, 0.23)),  # by model: test_training_olmo_core.py
+    CheckFile("pytorch", 19, exact=False),
+    # data53: MAPE 21.4 %, every row fast, -7.6 .. -35.8 % (compute: the node's own GEMM sweep runs
+    # large bf16 GEMMs at ~1,090 TFLOPS where trainsim prices ~1,360); memory:
+    # test_training_simumax_b200.py
+    CheckFile("simumax_b200", 44, script="simumax_b200_rows.py",
+              mirrors=("MooreThreads+SimuMax",), mape=0.28, band=(-0.40, 0.10)),
+    CheckFile("torchao", 8),  # no bound: the file checks the tool, it does not tune it
+    # data49 (main ea53e530): BF16 +5.6 %, MXFP8 -2.0 %; the NVFP4 row (nvfp452, nvfp453) -4.9 %;
+    # memory: test_training_torchtitan_gb200.py
+    CheckFile("torchtitan_gb200", 3, script="torchtitan_nvfp4_rows.py",
+              mirrors=("pytorch+torchtitan",), band=(-0.08, 0.12)),
+    # zeropp29 (main c932233): MAPE 23.6 %, 1 link +6.4 / +0.1 %, 2 links -23.4 %, 4 links
+    # -44.3 / -37.0 %, 8 links -30.8 %
+    CheckFile("zeropp", 6, script="zeropp_rows.py", mirrors=("microsoft+DeepSpeed",),
+              mape=0.27, band=(-0.50, 0.12)),
+]
+
+
+def _params(keep=lambda f: True, slow_marked: bool = False) -> list:
+    """The table's files that ``keep`` selects, each a pytest param named after the file
+    (``-m slow`` on the slow files where ``slow_marked``)."""
+    return [pytest.param(f, id=f.name,
+                         marks=[pytest.mark.slow] if slow_marked and f.slow else [])
+            for f in FILES if keep(f)]
+
+
+def test_table_names_each_file_once_and_every_file_a_module_checks():
+    """Every benchmarks/training_*.csv a tests/test_training_*.py module names (the errata and
+    the public file apart) has its row here, once: a new check file gets its generic checks by a row."""
+    names = [f.name for f in FILES]
+    assert len(names) == len(set(names))
+    named = set()
+    for module in (ROOT / "tests").glob("test_training_*.py"):
+        named |= set(re.findall(r'"training_(\w+)\.csv"', module.read_text()))
+    missing = named - set(names) - {"errata", "public"}
+    assert not missing, f"add a CheckFile row for {sorted(missing)} in {Path(__file__).name}"
+    assert all(f.path.exists() for f in FILES)
+
+
+@pytest.mark.parametrize("f", _params())
+def test_file_has_the_public_header_and_its_rows(f):
+    rows = check_extra_training_file(f.path, min_rows=f.rows)
+    assert len(rows) == f.rows if f.exact else len(rows) >= f.rows
+
+
+@pytest.mark.parametrize("f", _params(lambda f: f.script))
+def test_generator_writes_the_file(f):
+    check_generator_writes(BENCH / f.script, f.path)
+
+
+@pytest.mark.parametrize("f", _params(lambda f: f.mirrors, slow_marked=True))
+def test_script_check_reads_the_mirrors(f):
+    """The script's ``--check`` re-reads its typed-in figures from the mirrors it cites
+    (skipped where one is missing)."""
+    script = BENCH / f.script
+    assert all(f'"{repo}"' in script.read_text() for repo in f.mirrors), f.mirrors
+    for repo in f.mirrors[1:]:
+        if not (mirror_git(repo) / "HEAD").exists():
+            pytest.skip(f"no {repo.replace('+', '/')} mirror")
+    check_script_check_mode(script, mirror_git(f.mirrors[0]), f.mirrors[0].replace("+", "/"))
+
+
+@pytest.mark.parametrize("f", _params(slow_marked=True))
+def test_file_validates_with_no_failed_row(f):
+    check_validates_with_no_failed_row(f.path)
+
+
+@pytest.mark.parametrize("f", _params(lambda f: f.mape is not None or f.band, slow_marked=True))
+def test_error_stays_under_todays_bound(f):
+    """Each bound is the first prediction nothing was fitted to (or the last change that moved
+    it, as the row's comment says) plus a margin; RESULTS.md holds each figure's block."""
+    _, res = validated(f.path)
+    errs = {r.id: r.predicted / r.measured - 1 for r in res}
+    assert len(errs) == len(res) > 0
+    if f.band:
+        lo, hi = f.band
+        assert all(lo <= e <= hi for e in errs.values()), \
+            {k: e for k, e in errs.items() if not lo <= e <= hi}
+    if f.mape is not None:
+        mape = sum(abs(e) for e in errs.values()) / len(errs)
+        assert math.isfinite(mape) and mape < f.mape, mape
