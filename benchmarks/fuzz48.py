@@ -42,14 +42,13 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import BASES, REFUSED, finite, print_report, run_config, surface_parser
+from fuzz_checks import BASES, REFUSED, Case, finite, print_report, run_config, surface_parser
 from fuzz_inputs46_cli import json_answer
 from fuzz_sweep import _cli
 
 from trainsim.catalog import run_config_from_dict
 from trainsim.errors import TrainsimError
 
-Case = tuple[str, Callable[[], str | None]]
 fuzz_checks.TIME_LIMIT_S = 20
 HF_KINDS = ("gemma3_text", "gemma3", "qwen3_next", "gpt_oss", "llama4_text", "llama4",
             "deepseek_v32", "deepseek_v3", "kimi_k25", "glm4_moe", "glm_moe_dsa", "glm4_moe_lite",

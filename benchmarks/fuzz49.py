@@ -44,15 +44,13 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
 from fuzz48 import _small, _text
-from fuzz_checks import BASES, REFUSED, finite, run_config
+from fuzz_checks import BASES, REFUSED, Case, finite, run_config
 from fuzz_inputs46_cli import json_answer
 from fuzz_sweep import _cli
 
 from trainsim.errors import TrainsimError
 
-Case = tuple[str, Callable[[], str | None]]
 fuzz_checks.TIME_LIMIT_S = 20
-CPU_LIMIT_S = 10.0
 
 
 SAID: list[str] = []
@@ -548,8 +546,8 @@ def main(argv: list[str] | None = None) -> int:
         "segments": segment_cases, "flowkeys": flowkey_cases, "bigm": bigm_cases,
         "yamlset": yamlset_cases(workdir), "hf": hf_cases(workdir),
         "export": export_cases(workdir), "http": http_cases(workdir)},
-                                    CPU_LIMIT_S)
+                                    cpu_hang_s=None)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    fuzz_checks.run_round(main)

@@ -47,12 +47,9 @@ from trainsim.errors import TrainsimError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import BASES, REFUSED
+from fuzz_checks import BASES, REFUSED, Case
 
-Case = tuple[str, Callable[[], str | None]]
 fuzz_checks.TIME_LIMIT_S = 300
-CPU_HANG_S = 30.0
-CPU_LIMIT_S = 10.0
 
 HF_LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256,
             "intermediate_size": 688, "num_hidden_layers": 4, "num_attention_heads": 4,
@@ -564,12 +561,11 @@ def unicode_cases(workdir: str) -> Callable[[], Iterator[Case]]:
 def main(argv: list[str] | None = None) -> int:
     return fuzz_checks.seeded_round(51, argv, lambda workdir, rng: {
         "optset": optset_cases(workdir), "exportrt": exportrt_cases(workdir, rng),
-        "chakraread": chakraread_cases(workdir), "unicode": unicode_cases(workdir)},
-                                    CPU_LIMIT_S, CPU_HANG_S)
+        "chakraread": chakraread_cases(workdir), "unicode": unicode_cases(workdir)})
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    fuzz_checks.run_round(main)
 
 
 __all__ = ["TrainsimError", "main"]

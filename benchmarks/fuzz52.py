@@ -47,15 +47,12 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import BASES, REFUSED
+from fuzz_checks import BASES, REFUSED, Case
 from fuzz_hybrid51 import HYBRID, LATENT, PARALLEL_DRAWS, TRAINING_DRAWS
 
 from trainsim.errors import TrainsimError
 
-Case = tuple[str, Callable[[], str | None]]
 fuzz_checks.TIME_LIMIT_S = 300
-CPU_HANG_S = 30.0
-CPU_LIMIT_S = 10.0
 
 PRESETS = ["mixtral-8x7b", "deepseek-v2-lite", "nemotron-h-8b", "nemotron-3-nano-30b-a3b",
            "nemotron-3-super-120b-a12b", "llama3.2-1b"]
@@ -584,9 +581,8 @@ def main(argv: list[str] | None = None) -> int:
     return fuzz_checks.seeded_round(52, argv, lambda workdir, rng: {
         "rtconfig": rtconfig_cases(workdir, rng), "rtexport": rtexport_cases(workdir, rng),
         "chakradur": chakradur_cases(workdir), "http": http_cases(workdir),
-        "valfiles": valfiles_cases(workdir, rng), "rtsearch": rtsearch_cases(rng)},
-                                    CPU_LIMIT_S, CPU_HANG_S)
+        "valfiles": valfiles_cases(workdir, rng), "rtsearch": rtsearch_cases(rng)})
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    fuzz_checks.run_round(main)

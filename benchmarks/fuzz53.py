@@ -50,15 +50,12 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import BASES, REFUSED, run_config
+from fuzz_checks import BASES, REFUSED, Case, run_config
 from fuzz_hybrid51 import HYBRID, LATENT
 
 from trainsim.errors import TrainsimError
 
-Case = tuple[str, Callable[[], str | None]]
 fuzz_checks.TIME_LIMIT_S = 300
-CPU_HANG_S = 30.0
-CPU_LIMIT_S = 10.0
 
 SMALL = {"dense": BASES["dense"], "moe": BASES["moe"], "mla": BASES["mla"], "hybrid": HYBRID,
          "latent": LATENT}
@@ -630,12 +627,8 @@ def main(argv: list[str] | None = None) -> int:
         "exportpp": exportpp_cases(workdir, rng), "v2rows": v2rows_cases(workdir, rng),
         "fallbackrows": fallbackrows_cases(workdir, rng),
         "chakraorder": chakraorder_cases(workdir, rng),
-        "rtprecision": rtprecision_cases(workdir, rng)},
-                                    CPU_LIMIT_S, CPU_HANG_S)
+        "rtprecision": rtprecision_cases(workdir, rng)})
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except TrainsimError as exc:  # a surface's own set-up refused (not an input's class)
-        sys.exit(f"error: {exc}")
+    fuzz_checks.run_round(main)

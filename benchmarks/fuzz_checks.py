@@ -112,6 +112,15 @@ def fields_of(section: str) -> Iterator[tuple[str, Any]]:
 
 REFUSED = [0]
 """Inputs refused with one clean error line (a count, for the summary)."""
+Case = tuple[str, Callable[[], str | None]]
+"""One input of a surface: its label and the thunk that runs it (None: handled, else the class
+of its failure)."""
+ROUND_CPU_LIMIT_S = 10.0
+"""A seeded round's input that was handled but used more CPU seconds than this is its own class
+(fuzz49 on)."""
+ROUND_CPU_HANG_S = 30.0
+"""A seeded round's hang, in CPU seconds (robust49 lead 5; fuzz50 on; ``TIME_LIMIT_S`` of wall
+stays a backstop)."""
 
 
 class Hang(Exception):
@@ -315,10 +324,13 @@ def timed_sweep(surfaces: dict[str, Callable[[], Iterable[tuple[str, Callable]]]
 
 def seeded_round(seed: int, argv: list[str] | None,
                  surfaces_of: Callable[[str, Any], dict[str, Callable[[], Iterable]]],
-                 cpu_limit_s: float, cpu_hang_s: float | None = None) -> int:
+                 cpu_limit_s: float = ROUND_CPU_LIMIT_S,
+                 cpu_hang_s: float | None = ROUND_CPU_HANG_S) -> int:
     """A seeded round's ``main`` (fuzz49 onwards): its flags (:func:`round_parser`), warnings
     off, the surfaces ``surfaces_of(workdir, rng)`` builds in a temporary directory with the
-    round's seeded ``random.Random``, swept by :func:`timed_sweep`, the refusals printed where
+    round's seeded ``random.Random``, swept by :func:`timed_sweep` (a handled input over
+    ``cpu_limit_s`` CPU seconds its own class, a hang ``cpu_hang_s`` CPU seconds: the rounds'
+    ``ROUND_CPU_LIMIT_S`` and ``ROUND_CPU_HANG_S`` unless given), the refusals printed where
     asked and the report's exit status (:func:`print_report`)."""
     import random
     import tempfile
@@ -335,6 +347,16 @@ def seeded_round(seed: int, argv: list[str] | None,
         if args.refusals:
             print_refusals(refusals)
         return print_report(out, every=args.every)
+
+
+def run_round(main: Callable[[], int]) -> None:
+    """A round script's ``__main__``: exit with ``main()``'s status, or with one ``error:`` line
+    where a surface's own set-up is refused (a ``TrainsimError`` outside any input: no input's
+    class)."""
+    try:
+        sys.exit(main())
+    except TrainsimError as exc:
+        sys.exit(f"error: {exc}")
 
 
 def print_report(out: dict, every: bool = False) -> int:

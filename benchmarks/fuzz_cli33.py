@@ -37,17 +37,16 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
 import fuzz_sweep
-from fuzz_checks import DENSE, MOE, run_config
+from fuzz_checks import DENSE, MOE, Case, run_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / "src" / "trainsim" / "data" / "validation"
-Case = tuple[str, Callable[[], str | None]]
 
 INTS = ["0", "-1", "1", "2.5", "1e3", "nan", "inf", "", " ", "99999999999999999999999",
         "\u0663", "0x10", "+3", "1_000", "-0", "\x00"]

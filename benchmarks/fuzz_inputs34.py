@@ -44,14 +44,13 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import print_report, run_surfaces
+from fuzz_checks import Case, print_report, run_surfaces
 
 from trainsim.errors import TrainsimError
 from trainsim.validate import BUNDLED_DIR, PREDICT, _guarded, read_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = BUNDLED_DIR  # the shared validation files as trainsim bundles them
-Case = tuple[str, Callable[[], str | None]]
 
 MEASURED = ["", " ", "0", "-0", "-1", "nan", "inf", "-inf", "1e400", "1e-320", "3,5", "x",
             "\u0661\u0662", "\uff11\uff12", "1e300", "0x10"]

@@ -32,19 +32,18 @@ import random
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import print_report, run_surfaces
+from fuzz_checks import Case, print_report, run_surfaces
 from fuzz_sweep import _cli
 
 from trainsim.errors import TrainsimError
 from trainsim.validate import BUNDLED_DIR, PREDICT, _guarded, read_rows, validate_file
 
 SHARED = BUNDLED_DIR  # the shared validation files as trainsim bundles them
-Case = tuple[str, Callable[[], str | None]]
 DENSE, MOE = "bridge2511-llama3-8b-8", "bridge2511-qwen3-30b-a3b-16"
 SHAPE = ["hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim",
          "ffn_hidden_size", "vocab_size", "activation", "num_experts", "moe_top_k",

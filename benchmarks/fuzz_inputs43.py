@@ -49,10 +49,9 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import BASES, only_of, print_report, run_config, run_surfaces, surface_parser
+from fuzz_checks import BASES, Case, only_of, print_report, run_config, run_surfaces, surface_parser
 from fuzz_sweep import _cli
 
-Case = tuple[str, Callable[[], str | None]]
 fuzz_checks.TIME_LIMIT_S = 20
 KERNELS_CSV = Path(__file__).resolve().parents[1] / "../shared/validation/kernels_published.csv"
 ODD = [0, -1, 1, 7, 300, 576, 2**20, 1.5, math.nan, math.inf, "", None, "abc"]

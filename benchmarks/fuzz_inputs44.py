@@ -36,12 +36,11 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import BASES, only_of, print_report, run_config, run_surfaces, surface_parser
+from fuzz_checks import BASES, Case, only_of, print_report, run_config, run_surfaces, surface_parser
 from fuzz_inputs43 import _edit, _yaml
 from fuzz_inputs43_files import csv_batches
 from fuzz_sweep import _cli
 
-Case = tuple[str, Callable[[], str | None]]
 fuzz_checks.TIME_LIMIT_S = 20
 VALIDATION = Path(__file__).resolve().parents[1] / "../shared/validation"
 GPUS = ["h100-sxm-80gb", "b200-sxm-180gb", "gb200-nvl72", "a100-sxm-80gb", "mi300x"]

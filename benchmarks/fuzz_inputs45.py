@@ -24,17 +24,16 @@ import csv
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import only_of, print_report, run_config, run_surfaces, surface_parser
+from fuzz_checks import Case, only_of, print_report, run_config, run_surfaces, surface_parser
 from fuzz_inputs43 import _edit
 
 from trainsim.validate.kernels import predict_kernel_row
 
-Case = tuple[str, Callable[[], str | None]]
 fuzz_checks.TIME_LIMIT_S = 20
 KERNELS = Path(__file__).resolve().parents[1] / "../shared/validation/kernels_published.csv"
 SM120 = {"name": "sm120-test", "peak_tflops": {"fp32": 126, "bf16": 504, "fp8": 1008, "fp4": 2016},

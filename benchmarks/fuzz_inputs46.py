@@ -44,6 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
 from fuzz_checks import (
     BASES,
+    Case,
     fields_of,
     only_of,
     print_report,
@@ -59,7 +60,6 @@ from trainsim.catalog import apply_overrides, run_config_from_dict
 from trainsim.errors import TrainsimError
 from trainsim.simulator import simulate
 
-Case = tuple[str, Callable[[], str | None]]
 fuzz_checks.TIME_LIMIT_S = 20
 ROOT = Path(__file__).resolve().parents[1]
 VALIDATION = ROOT / "../shared/validation"

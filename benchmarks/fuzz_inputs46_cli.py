@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import fuzz_checks
-from fuzz_checks import run_config
+from fuzz_checks import Case, run_config
 from fuzz_sweep import _cli
 
-Case = tuple[str, Callable[[], str | None]]
 ROOT = Path(__file__).resolve().parents[1]
 ROPE = [{"type": "linear", "factor": 2.0}, {"rope_type": "llama3", "factor": 8.0,
         "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},

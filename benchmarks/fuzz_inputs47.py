@@ -47,6 +47,7 @@ import fuzz_checks
 from fuzz_checks import (
     BASES,
     REFUSED,
+    Case,
     finite,
     only_of,
     print_report,
@@ -61,7 +62,6 @@ from trainsim.catalog import run_config_from_dict
 from trainsim.errors import TrainsimError
 from trainsim.simulator import simulate
 
-Case = tuple[str, Callable[[], str | None]]
 fuzz_checks.TIME_LIMIT_S = 20
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = (None, "megatron-core", "deepspeed", "torchtitan", "nemo")

@@ -45,12 +45,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import report_sweep
+from fuzz_checks import Case, report_sweep
 from fuzz_sweep import _cli
 from fuzz_sweep6 import run_cases
 from fuzz_sweep9 import balanced
@@ -63,7 +63,6 @@ EXAMPLE = ROOT / "examples" / "llama3-8b-h100.yaml"
 GOODPUT = ROOT / "examples" / "goodput-gpt3-175b-1k.yaml"
 VALIDATION = ROOT / "src" / "trainsim" / "data" / "validation"
 TMP = Path(tempfile.mkdtemp(prefix="fuzz10-"))
-Case = tuple[str, Callable[[], str | None]]
 
 
 def _write(name: str, body: str | bytes) -> Path:

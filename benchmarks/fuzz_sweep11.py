@@ -44,13 +44,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fuzz_checks import BASES as CONFIG_BASES
-from fuzz_checks import report_sweep
+from fuzz_checks import Case, report_sweep
 from fuzz_sweep import _cli
 from fuzz_sweep6 import BASES as CLI_BASES
 from fuzz_sweep6 import PATHS, run_cases
@@ -63,7 +63,6 @@ TMP = Path(tempfile.mkdtemp(prefix="fuzz11-"))
 SRC = Path(__import__("trainsim").__file__).resolve().parents[1]
 """The trainsim this script imports (PYTHONPATH=<other checkout>/src for before counts), for
 the processes it starts."""
-Case = tuple[str, Callable[[], str | None]]
 
 
 def _write(name: str, body: str | bytes) -> Path:

@@ -49,11 +49,11 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import report_sweep
+from fuzz_checks import Case, report_sweep
 from fuzz_sweep6 import run_cases
 from fuzz_sweep8 import HF_FAMILIES, HF_TOLERANCE
 
@@ -63,7 +63,6 @@ GOODPUT = ROOT / "examples" / "goodput-gpt3-175b-1k.yaml"
 VALIDATION = ROOT / "src" / "trainsim" / "data" / "validation"
 TMP = Path(tempfile.mkdtemp(prefix="fuzz13-"))
 SRC = Path(__import__("trainsim").__file__).resolve().parents[1]
-Case = tuple[str, Callable[[], str | None]]
 
 ORACLE_GAPS = {
     ("mpt", "expansion_ratio"): "transformers' MptMLP builds 4 x d_model whatever the ratio; "

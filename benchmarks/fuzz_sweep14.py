@@ -59,18 +59,17 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import report_sweep, sane_result
+from fuzz_checks import Case, report_sweep, sane_result
 from fuzz_sweep6 import run_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 VALIDATION = ROOT / "src" / "trainsim" / "data" / "validation"
 TMP = Path(tempfile.mkdtemp(prefix="fuzz14-"))
 SRC = Path(__import__("trainsim").__file__).resolve().parents[1]
-Case = tuple[str, Callable[[], str | None]]
 FILES = {"training": "training_public.csv", "kernels": "kernels_published.csv",
          "collectives": "collectives_public.csv"}
 

@@ -35,13 +35,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import report_sweep
+from fuzz_checks import Case, report_sweep
 from fuzz_sweep6 import run_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 VALIDATION = ROOT / "src" / "trainsim" / "data" / "validation"
 TMP = Path(tempfile.mkdtemp(prefix="fuzz15-"))
-Case = tuple[str, Callable[[], str | None]]
 SURFACES = ("domain", "digits", "heads", "kernels")
 BUILT = {"v100-sxm-16gb": 16, "v100-sxm-32gb": 16, "a100-sxm-40gb": 16, "a100-sxm-80gb": 16}
 """Systems built larger than any catalog node of the GPU (DGX-2; HGX A100 16-GPU)."""

@@ -43,13 +43,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import report_sweep
+from fuzz_checks import Case, report_sweep
 from fuzz_sweep6 import run_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 VALIDATION = ROOT / "src" / "trainsim" / "data" / "validation"
 TMP = Path(tempfile.mkdtemp(prefix="fuzz16-"))
-Case = tuple[str, Callable[[], str | None]]
 SURFACES = ("pcie", "trunk", "buckets", "jobs", "corners")
 TINY = {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4, "vocab_size": 1024}
 SERVER_CARDS = 10

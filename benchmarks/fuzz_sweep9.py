@@ -39,12 +39,12 @@ import os
 import random
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import report_sweep, sane_result
+from fuzz_checks import Case, report_sweep, sane_result
 from fuzz_sweep import _cli
 from fuzz_sweep6 import _write_text, run_cases
 
@@ -58,7 +58,6 @@ FRAMEWORKS = sorted(p.stem for p in (ROOT / "src" / "trainsim" / "catalog" / "fr
 BALANCE_TOL = 1e-9
 """Relative tolerance of the breakdown's sum against the iteration time (float rounding)."""
 
-Case = tuple[str, Callable[[], str | None]]
 
 
 # ------------------------------------------------------------------------------ combos
