@@ -276,6 +276,43 @@ def only_of(args: argparse.Namespace) -> set[str]:
     return {s for s in args.only.split(",") if s}
 
 
+def sweep_parser(doc: str, surfaces: Iterable[str], n: int | None = None,
+                 n_help: str = "") -> argparse.ArgumentParser:
+    """The flags of an input sweep (fuzz_sweep8 on), described by the first line of ``doc``:
+    ``--seed`` (0) and ``--n`` (default ``n``, meaning ``n_help``) where the sweep draws
+    (``n`` given), and ``--only`` a comma-separated choice of ``surfaces``; a script adds its
+    own."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    if n is not None:
+        ap.add_argument("--seed", type=int, default=0)
+        ap.add_argument("--n", type=int, default=n, help=n_help)
+    ap.add_argument("--only", default="", help=",".join(surfaces))
+    return ap
+
+
+def chosen_cases(makers: dict[str, Callable[[], Iterable[Case]]], only: set[str],
+                 order: Iterable[str] | None = None) -> Iterator[Case]:
+    """A sweep's cases: those of each surface of ``makers`` (in ``order``, else the dict's)
+    that ``only`` names (empty: all), each surface made when its turn comes."""
+    for name in makers if order is None else order:
+        if not only or name in only:
+            yield from makers[name]()
+
+
+def surface_class(surface: str, bad: str) -> str:
+    """A sweep's failure class (``fuzz_sweep6.run_cases``' ``failure_class``, fuzz_sweep7 on):
+    the surface and what failed, up to its first ':'."""
+    return f"{surface}: {bad.split(':')[0]}"
+
+
+def report_timed(failures: dict[str, list[str]], counts: collections.Counter,
+                 took_s: float) -> int:
+    """:func:`report_sweep`, then the sweep's seconds and inputs a minute."""
+    status = report_sweep(failures, counts)
+    print(f"{took_s:.0f} s, {sum(counts.values()) / max(took_s, 1e-9) * 60:.0f} inputs/min")
+    return status
+
+
 def run_surfaces(surfaces: dict[str, Callable[[], Iterator[tuple[str, Callable]]]],
                  only: set[str]) -> dict:
     """Run every case of every surface (those in ``only`` when it is not empty) through

@@ -32,7 +32,6 @@ first inputs and the counts; exit 1 on any failure.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import csv
 import dataclasses
@@ -50,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import Case, report_sweep
+from fuzz_checks import Case, chosen_cases, only_of, report_timed, surface_class, sweep_parser
 from fuzz_sweep import _cli
 from fuzz_sweep6 import run_cases
 from fuzz_sweep9 import balanced
@@ -510,28 +509,18 @@ def cases(only: set[str], rng: random.Random, n: int, every: bool) -> Iterator[C
     table = {"api": lambda: api_cases(rng, n, every), "files": file_cases,
              "csv": lambda: csv_cases(rng, n), "hf": lambda: hf_cases(rng, n),
              "service": service_cases, "env": env_cases}
-    for name in SURFACES:
-        if not only or name in only:
-            yield from table[name]()
+    yield from chosen_cases(table, only, SURFACES)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--n", type=int, default=400, help="drawn api fields, hf fields, csv/10")
+    ap = sweep_parser(__doc__, SURFACES, 400, "drawn api fields, hf fields, csv/10")
     ap.add_argument("--long", action="store_true", help="--n 4000 and every api field x value")
-    ap.add_argument("--only", default="", help=",".join(SURFACES))
     args = ap.parse_args(argv)
-    only = {w for w in args.only.split(",") if w}
+    only = only_of(args)
     n = max(args.n, 4000) if args.long else args.n
     start = time.perf_counter()
-    failures, counts = run_cases(cases(only, random.Random(args.seed), n, args.long),
-                                 lambda surface, bad: f"{surface}: {bad.split(':')[0]}")
-    took = time.perf_counter() - start
-    status = report_sweep(failures, counts)
-    total = sum(counts.values())
-    print(f"{took:.0f} s, {total / took * 60:.0f} inputs/min")
-    return status
+    failures, counts = run_cases(cases(only, random.Random(args.seed), n, args.long), surface_class)
+    return report_timed(failures, counts, time.perf_counter() - start)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ Prints each failure class with its first inputs and the counts; exit 1 on any fa
 
 from __future__ import annotations
 
-import argparse
 import copy
 import csv
 import io
@@ -50,7 +49,14 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fuzz_checks import BASES as CONFIG_BASES
-from fuzz_checks import Case, report_sweep
+from fuzz_checks import (
+    Case,
+    chosen_cases,
+    only_of,
+    report_timed,
+    surface_class,
+    sweep_parser,
+)
 from fuzz_sweep import _cli
 from fuzz_sweep6 import BASES as CLI_BASES
 from fuzz_sweep6 import PATHS, run_cases
@@ -550,30 +556,19 @@ def cases(only: set[str], rng: random.Random, n: int, long: bool) -> Iterator[Ca
              "executor": executor_cases, "service": service_cases,
              "frameworks": lambda: framework_cases(rng), "csv": lambda: csv_cases(rng, n // 2),
              "mono": lambda: mono_cases(rng, n)}
-    for name in SURFACES:
-        if not only or name in only:
-            yield from table[name]()
+    yield from chosen_cases(table, only, SURFACES)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--n", type=int, default=300, help="drawn mono runs, csv cells x 2, "
-                    "hftypes x 4")
+    ap = sweep_parser(__doc__, SURFACES, 300, "drawn mono runs, csv cells x 2, hftypes x 4")
     ap.add_argument("--long", action="store_true", help="every transformers model type, "
                     "--n 2000")
-    ap.add_argument("--only", default="", help=",".join(SURFACES))
     args = ap.parse_args(argv)
-    only = {w for w in args.only.split(",") if w}
+    only = only_of(args)
     n = max(args.n, 2000) if args.long else args.n
     start = time.perf_counter()
-    failures, counts = run_cases(cases(only, random.Random(args.seed), n, args.long),
-                                 lambda surface, bad: f"{surface}: {bad.split(':')[0]}")
-    took = time.perf_counter() - start
-    status = report_sweep(failures, counts)
-    total = sum(counts.values())
-    print(f"{took:.0f} s, {total / took * 60:.0f} inputs/min")
-    return status
+    failures, counts = run_cases(cases(only, random.Random(args.seed), n, args.long), surface_class)
+    return report_timed(failures, counts, time.perf_counter() - start)
 
 
 if __name__ == "__main__":

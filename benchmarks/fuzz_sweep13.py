@@ -37,7 +37,6 @@ Prints each failure class with its first inputs and the counts; exit 1 on any fa
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import logging
@@ -53,7 +52,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import Case, report_sweep
+from fuzz_checks import Case, chosen_cases, only_of, report_timed, surface_class, sweep_parser
 from fuzz_sweep6 import run_cases
 from fuzz_sweep8 import HF_FAMILIES, HF_TOLERANCE
 
@@ -430,29 +429,19 @@ def cases(only: set[str], rng: random.Random, n: int, long: bool) -> Iterator[Ca
     table = {"hf": lambda: hf_cases(rng, n, long), "plot": plot_cases, "grid": grid_cases,
              "determinism": determinism_cases, "service": service_cases,
              "scale": lambda: scale_cases(rng, n // 10 if not long else n)}
-    for name in SURFACES:
-        if not only or name in only:
-            yield from table[name]()
+    yield from chosen_cases(table, only, SURFACES)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--n", type=int, default=200, help="hf variants / 4, scale runs x 10")
+    ap = sweep_parser(__doc__, SURFACES, 200, "hf variants / 4, scale runs x 10")
     ap.add_argument("--long", action="store_true", help="every hf variant, --n scale runs")
-    ap.add_argument("--only", default="", help=",".join(SURFACES))
     args = ap.parse_args(argv)
-    only = {w for w in args.only.split(",") if w}
+    only = only_of(args)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        failures, counts = run_cases(cases(only, random.Random(args.seed), args.n, args.long),
-                                     lambda surface, bad: f"{surface}: {bad.split(':')[0]}")
-    took = time.perf_counter() - start
-    status = report_sweep(failures, counts)
-    total = sum(counts.values())
-    print(f"{took:.0f} s, {total / max(took, 1e-9) * 60:.0f} inputs/min")
-    return status
+        failures, counts = run_cases(cases(only, random.Random(args.seed), args.n, args.long), surface_class)
+    return report_timed(failures, counts, time.perf_counter() - start)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,6 @@ Prints each failure class with its first inputs and the counts; exit 1 on any fa
 
 from __future__ import annotations
 
-import argparse
 import copy
 import csv
 import io
@@ -63,7 +62,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import Case, report_sweep, sane_result
+from fuzz_checks import (
+    Case,
+    chosen_cases,
+    only_of,
+    report_timed,
+    sane_result,
+    surface_class,
+    sweep_parser,
+)
 from fuzz_sweep6 import run_cases
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -594,27 +601,18 @@ def cases(only: set[str], rng: random.Random, n: int) -> Iterator[Case]:
              "header": header_cases,
              "extreme": extreme_cases, "conflict": conflict_cases,
              "mono": lambda: mono_cases(rng, n), "workers": workers_cases}
-    for name in SURFACES:
-        if not only or name in only:
-            yield from table[name]()
+    yield from chosen_cases(table, only, SURFACES)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--n", type=int, default=40, help="mono draws; training rows respelt / 8")
-    ap.add_argument("--only", default="", help=",".join(SURFACES))
+    ap = sweep_parser(__doc__, SURFACES, 40, "mono draws; training rows respelt / 8")
     args = ap.parse_args(argv)
-    only = {w for w in args.only.split(",") if w}
+    only = only_of(args)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        failures, counts = run_cases(cases(only, random.Random(args.seed), args.n),
-                                     lambda surface, bad: f"{surface}: {bad.split(':')[0]}")
-    took = time.perf_counter() - start
-    status = report_sweep(failures, counts)
-    print(f"{took:.0f} s, {sum(counts.values()) / max(took, 1e-9) * 60:.0f} inputs/min")
-    return status
+        failures, counts = run_cases(cases(only, random.Random(args.seed), args.n), surface_class)
+    return report_timed(failures, counts, time.perf_counter() - start)
 
 
 if __name__ == "__main__":

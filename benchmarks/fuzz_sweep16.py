@@ -31,7 +31,6 @@ Prints each failure class with its first inputs and the counts; exit 1 on any fa
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -43,7 +42,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import Case, report_sweep
+from fuzz_checks import Case, chosen_cases, only_of, report_timed, surface_class, sweep_parser
 from fuzz_sweep6 import run_cases
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -389,21 +388,14 @@ def _file_corners() -> Iterator[Case]:
 def cases(only: set[str]) -> Iterator[Case]:
     makers = {"pcie": pcie_cases, "trunk": trunk_cases, "buckets": bucket_cases,
               "jobs": job_cases, "corners": corner_cases}
-    for name, make in makers.items():
-        if not only or name in only:
-            yield from make()
+    yield from chosen_cases(makers, only)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", default="", help=",".join(SURFACES))
-    args = ap.parse_args(argv)
+    args = sweep_parser(__doc__, SURFACES).parse_args(argv)
     start = time.perf_counter()
-    failures, counts = run_cases(cases({w for w in args.only.split(",") if w}),
-                                 lambda surface, bad: f"{surface}: {bad.split(':')[0]}")
-    status = report_sweep(failures, counts)
-    print(f"{time.perf_counter() - start:.0f} s")
-    return status
+    failures, counts = run_cases(cases(only_of(args)), surface_class)
+    return report_timed(failures, counts, time.perf_counter() - start)
 
 
 if __name__ == "__main__":

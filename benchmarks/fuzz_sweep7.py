@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import REFUSED, report_sweep, seeded_sample
+from fuzz_checks import REFUSED, only_of, report_sweep, seeded_sample, surface_class
 from fuzz_sweep6 import _TMP, BASES, RUN, SKIP, _write_text, run_cases
 
 from trainsim import run_config_from_dict
@@ -376,9 +376,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="at most this many seeded inputs per surface (0: all)")
     ap.add_argument("--seed", type=int, default=0, help="the --limit sample's seed")
     args = ap.parse_args(argv)
-    only = {w for w in args.only.split(",") if w}
-    failures, counts = run_cases(cases(only, args.limit, args.seed),
-                                 lambda surface, bad: f"{surface}: {bad.split(':')[0]}")
+    only = only_of(args)
+    failures, counts = run_cases(cases(only, args.limit, args.seed), surface_class)
     return report_sweep(failures, counts)
 
 

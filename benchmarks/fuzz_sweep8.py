@@ -36,7 +36,6 @@ first input and the counts; exit 1 on any failure.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import csv
@@ -52,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import report_sweep, run_config
+from fuzz_checks import chosen_cases, only_of, report_sweep, run_config, surface_class, sweep_parser
 from fuzz_sweep import _cli
 from fuzz_sweep6 import _TMP, _write_text, run_cases
 
@@ -434,26 +433,20 @@ def cases(only: set[str], rng: random.Random, n: int,
         "hf": lambda: hf_cases(families), "gpu": lambda: gpu_cases(rng, n),
         "cluster": lambda: cluster_cases(rng, n // 40),
         "cells": lambda: cell_cases(rng, n), "csvfile": csvfile_cases, "service": service_cases}
-    for name in SURFACES:
-        if not only or name in only:
-            yield from makers[name]()
+    yield from chosen_cases(makers, only, SURFACES)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--n", type=int, default=400, help="drawn cell inputs (cluster: n / 40)")
-    ap.add_argument("--only", default="", help=",".join(SURFACES))
+    ap = sweep_parser(__doc__, SURFACES, 400, "drawn cell inputs (cluster: n / 40)")
     ap.add_argument("--families", default="",
                     help="hf: these model_types (comma-separated) instead of all of HF_FAMILIES")
     args = ap.parse_args(argv)
-    only = {w for w in args.only.split(",") if w}
+    only = only_of(args)
     families = [w for w in args.families.split(",") if w]
     unknown = sorted(set(families) - set(HF_FAMILIES))
     if unknown:
         ap.error(f"--families: {', '.join(unknown)} not in HF_FAMILIES")
-    failures, counts = run_cases(cases(only, random.Random(args.seed), args.n, families),
-                                 lambda surface, bad: f"{surface}: {bad.split(':')[0]}")
+    failures, counts = run_cases(cases(only, random.Random(args.seed), args.n, families), surface_class)
     return report_sweep(failures, counts)
 
 

@@ -29,7 +29,6 @@ exit 1 on any failure.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import csv
 import io
@@ -44,7 +43,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import Case, report_sweep, sane_result
+from fuzz_checks import (
+    Case,
+    chosen_cases,
+    only_of,
+    report_sweep,
+    sane_result,
+    surface_class,
+    sweep_parser,
+)
 from fuzz_sweep import _cli
 from fuzz_sweep6 import _write_text, run_cases
 
@@ -57,7 +64,6 @@ FRAMEWORKS = sorted(p.stem for p in (ROOT / "src" / "trainsim" / "catalog" / "fr
                     .glob("*.yaml"))
 BALANCE_TOL = 1e-9
 """Relative tolerance of the breakdown's sum against the iteration time (float rounding)."""
-
 
 
 # ------------------------------------------------------------------------------ combos
@@ -534,20 +540,14 @@ def cases(only: set[str], rng: random.Random, n: int) -> Iterator[Case]:
     table = {"combos": lambda: combo_cases(rng, n), "hf": lambda: hf_cases(rng, n),
              "yaml": yaml_cases, "rows": lambda: row_cases(rng, max(1, n // 150)),
              "service": service_cases, "search": search_cases}
-    for name in SURFACES:
-        if not only or name in only:
-            yield from table[name]()
+    yield from chosen_cases(table, only, SURFACES)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--n", type=int, default=1500, help="drawn combos runs and hf fields")
-    ap.add_argument("--only", default="", help=",".join(SURFACES))
+    ap = sweep_parser(__doc__, SURFACES, 1500, "drawn combos runs and hf fields")
     args = ap.parse_args(argv)
-    only = {w for w in args.only.split(",") if w}
-    failures, counts = run_cases(cases(only, random.Random(args.seed), args.n),
-                                 lambda surface, bad: f"{surface}: {bad.split(':')[0]}")
+    only = only_of(args)
+    failures, counts = run_cases(cases(only, random.Random(args.seed), args.n), surface_class)
     return report_sweep(failures, counts)
 
 
