@@ -414,6 +414,19 @@ def check_validates_with_no_failed_row(path: Path) -> None:
     assert all(r.predicted_memory_gib and r.predicted_memory_gib > 0 for r in res)
 
 
+def check_fp8_faster_than_bf16(path: Path, after: str = "") -> dict[str, float]:
+    """The fp8 rows of a training file (ids holding ``-fp8-`` followed by ``after``) are
+    predicted faster, relative to their measured time, than its bf16 rows (``-bf16-`` + ``after``)
+    on average: the 8-bit step's gain is priced above what the runs got. Returns each row's
+    predicted / measured - 1."""
+    _, res = validated(path)
+    errs = {r.id: r.predicted / r.measured - 1 for r in res}
+    bf16 = [e for k, e in errs.items() if f"-bf16-{after}" in k]
+    fp8 = [e for k, e in errs.items() if f"-fp8-{after}" in k]
+    assert bf16 and fp8 and sum(fp8) / len(fp8) < sum(bf16) / len(bf16), (after, bf16, fp8)
+    return errs
+
+
 def load_script(path: Path):
     """A benchmarks/ script imported as a module (they are not a package); its folder goes on
     ``sys.path`` so that it can import the scripts beside it."""

@@ -88,7 +88,9 @@ FILES = [
     CheckFile("dsazure", 42, script="dsazure_rows.py", mirrors=("microsoft+DeepSpeed",),
               mape=0.30, band=(-0.62, 0.05), slow=True),
     # data52 (main dbb4f753): MAPE 10.6 %, -26.2 / +6.5 %; flagperf53: 9.9 %; the llama3 rows'
-    # bounds: test_training_flagperf.py
+    # bounds: test_training_flagperf.py. Its --check: the tables and flags from the FlagPerf
+    # mirror, and the llama3 scripts pass none of the flags left to Megatron-LM core_v0.6.0's
+    # defaults, which its arguments.py states (both mirrors).
     CheckFile("flagperf", 24, script="flagperf_rows.py",
               mirrors=("FlagOpen+FlagPerf", "NVIDIA+Megatron-LM"), mape=0.14, band=(-0.32, 0.15)),
     # data52: MAPE 7.9 %; internevo53: 6.9 %; internevo54: 5.3 %, -22.8 / +2.9 %; the zero1=8 tp1
