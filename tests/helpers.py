@@ -381,21 +381,23 @@ def check_script_check_mode(script: Path, mirror: Path, what: str) -> None:
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-_VALIDATED: dict[tuple, tuple] = {}
-
-
 def validated(path: Path) -> tuple[str, tuple]:
     """``validate_file(path)`` once per session for a file the tests only read (a pure function
-    of the file and the code): a file's no-failed-row check and its error bound share one
-    validation. The rows come back as a tuple; a test must not change them."""
+    of the file and the code; ``_once_per_session``: under xdist once for all workers): a
+    file's generic checks (tests/test_training_files.py) and its own module's bounds share one
+    validation wherever each runs. The rows come back as a tuple; a test must not change them."""
+    import hashlib
+
     from trainsim.validate import validate_file
 
-    st = Path(path).stat()
-    key = (str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
-    if key not in _VALIDATED:
+    path = Path(path).resolve()
+    st = path.stat()
+    key = hashlib.sha1(f"{path}:{st.st_mtime_ns}:{st.st_size}".encode()).hexdigest()[:16]
+
+    def run() -> tuple[str, tuple]:
         kind, res = validate_file(path)
-        _VALIDATED[key] = (kind, tuple(res))
-    return _VALIDATED[key]
+        return kind, tuple(res)
+    return _once_per_session(f"validated-{path.stem}-{key}", run)
 
 
 def check_validates_with_no_failed_row(path: Path) -> None:
