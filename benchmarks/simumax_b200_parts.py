@@ -49,6 +49,8 @@ CASES = {
     "llama3_70b_l12_tp4_pp1_dp2_mbc4": "simumax-b200-llama3-70b-l12-tp4-pp1-dp2-mbc4",
     "llama3_70b_l12_tp8_pp1_dp1_mbc4": "simumax-b200-llama3-70b-l12-tp8-pp1-dp1-mbc4",
     "llama3_70b_l12_tp8_pp1_dp1_mbc32": "simumax-b200-llama3-70b-l12-tp8-pp1-dp1-mbc32",
+    "llama3_405b_l4_tp1_pp2_dp4_mbc4": "simumax-b200-llama3-405b-l4-tp1-pp2-dp4-mbc4",
+    "llama3_405b_l4_tp8_pp1_dp1_mbc4": "simumax-b200-llama3-405b-l4-tp8-pp1-dp1-mbc4",
     "deepseekv2_tp1_ep8_pp1_dp8_l4_mbc4": "simumax-b200-deepseekv2-tp1-ep8-pp1-dp8-l4-mbc4",
     "deepseekv3_l4_tp1_ep8_pp1_dp8_mbc4": "simumax-b200-deepseekv3-l4-tp1-ep8-pp1-dp8-mbc4",
     "deepseekv3_l4_tp1_ep4_pp2_dp4_mbc4": "simumax-b200-deepseekv3-l4-tp1-ep4-pp2-dp4-mbc4",
@@ -92,6 +94,8 @@ def simumax_parts() -> dict[str, dict[str, float]]:
                 base = name
                 for v3, v2 in V3_FROM_V2:
                     base = base.replace(v3, v2)
+                if base not in active:  # SimuMax's tools define no Llama 3 405B case
+                    continue
                 case = copy.deepcopy(active[base])
                 if base != name:
                     case["model_rel"] = "configs/models/deepseekv3.json"
@@ -99,6 +103,7 @@ def simumax_parts() -> dict[str, dict[str, float]]:
                 with redirect_stdout(io.StringIO()):
                     perf = batch.configure_perf(case, SYSTEM)
                     perf.strategy.enable_straggler_model = False
+                    perf.strategy.cross_entropy_loss_fusion = True  # the cases' '_cef'
                     perf.run_estimate()
                     cost = perf.analysis_cost().data
                 b = cost["breakdown_result"]
@@ -189,29 +194,51 @@ def trainsim_parts(row_id: str) -> dict[str, float]:
 def slopes() -> list[str]:
     """Each layout's measured and predicted step against its micro-batches (4, 8, 32): the
     least-squares slope (ms a micro-batch: compute and the communication each micro-batch
-    issues) and intercept (ms a step: optimizer, data-parallel, bubble, host)."""
+    issues) and intercept (ms a step: optimizer, data-parallel, bubble, host); then, per layer
+    of a pipeline stage, the slope's gap against trainsim's slope over the dense layouts, fitted
+    as gap = a x trainsim + c (a diagnostic of how the gap scales: with the work, or per layer)."""
     from trainsim.validate.training import predict_training_row
 
     with open(ROWS, newline="") as fh:
         rows = [r for r in csv.DictReader(fh) if re.search(r"-mbc(4|8|32)$", r["id"])]
     groups: dict[str, list[tuple[int, float, float]]] = {}
+    depth: dict[str, int] = {}
     for r in rows:
         layout = re.sub(r"-mbc(4|8|32)$", "", r["id"]).removeprefix("simumax-b200-")
         res = predict_training_row(r)
         m = int(r["id"].rsplit("mbc", 1)[1])
         groups.setdefault(layout, []).append((m, 1e3 * res.measured, 1e3 * res.predicted))
+        depth[layout] = int(r["num_layers"]) // int(r["pp"])
     lines = [("| layout | measured ms/mb | trainsim ms/mb | ratio | measured fixed ms | "
-             "trainsim fixed ms |"), "|---|---|---|---|---|---|"]
+              "trainsim fixed ms | layers a stage | gap ms / layer / mb |"),
+             "|---|---|---|---|---|---|---|---|"]
+    per_layer: list[tuple[float, float]] = []
+    tp1: dict[str, bool] = {}
     for layout, pts in groups.items():
         if len(pts) < 3:
             continue
-        fits = [_line([p[0] for p in pts], [p[i] for p in pts]) for i in (1, 2)]
-        lines.append(f"| {layout} | {fits[0][0]:.1f} | {fits[1][0]:.1f} | "
-                     f"{fits[0][0] / fits[1][0]:.3f} | {fits[0][1]:.1f} | {fits[1][1]:.1f} |")
+        (ms_m, fix_m), (ms_t, fix_t) = (_line([p[0] for p in pts], [p[i] for p in pts])
+                                        for i in (1, 2))
+        gap = (ms_m - ms_t) / depth[layout]
+        if layout.startswith("llama"):
+            per_layer.append((ms_t / depth[layout], gap))
+            tp1[layout] = "-tp1-" in layout
+        lines.append(f"| {layout} | {ms_m:.1f} | {ms_t:.1f} | {ms_m / ms_t:.3f} | {fix_m:.1f} | "
+                     f"{fix_t:.1f} | {depth[layout]} | {gap:.2f} |")
+    a, c = _line([x for x, _ in per_layer], [y for _, y in per_layer])
+    lines.append(f"\ndense layouts ({len(per_layer)}): gap a layer and micro-batch = {a:.3f} x "
+                 f"trainsim's + {c:.2f} ms")
+    flags = list(tp1.values())
+    a1 = sum(y for (_, y), f in zip(per_layer, flags) if f) / \
+        sum(x for (x, _), f in zip(per_layer, flags) if f)
+    lines.append(f"tp 1 layouts alone (no tensor-parallel collectives): gap = {a1:.3f} x "
+                 "trainsim's; what that leaves a layer and micro-batch at tp > 1 (ms): " + ", ".join(
+                     f"{name} {y - a1 * x:+.2f}"
+                     for name, (x, y), f in zip(tp1, per_layer, flags) if not f))
     return lines
 
 
-def _line(xs: list[int], ys: list[float]) -> tuple[float, float]:
+def _line(xs: list, ys: list[float]) -> tuple[float, float]:
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
     return slope, my - slope * mx
@@ -226,7 +253,11 @@ def table() -> list[str]:
              "bubble ts / sm | host ts | dense GEMMs ts -> at node rate |"),
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for case, row_id in CASES.items():
-        p, s = trainsim_parts(row_id), sm[case]
+        p = trainsim_parts(row_id)
+        s = sm.get(case, dict.fromkeys(("total_ms", "fwd_compute_ms", "bwd_compute_ms",
+                                        "intra_node_exposed_ms", "dp_exposed_ms",
+                                        "pp_exposed_ms", "optimizer_ms", "bubble_ms"),
+                                       float("nan")))
         gemm = (f"{p['gemm_ms']:.0f} -> {p['gemm_ms'] + p['gemm_delta_ms']:.0f} "
                 f"({100 * p['gemm_matched_ms'] / p['gemm_ms']:.0f} % of the time matched, "
                 f"x{1 + p['gemm_delta_ms'] / p['gemm_matched_ms']:.3f})"
@@ -251,6 +282,9 @@ def main(argv: list[str]) -> int:
         ok = fresh == json.loads(PARTS.read_text())
         print("simumax_b200_parts.json: " + ("as re-run" if ok else "DIFFERS from a re-run"))
         return 0 if ok else 1
+    if argv and argv not in (["--slopes"],):
+        print("usage: simumax_b200_parts.py [--simumax | --check | --slopes]", file=sys.stderr)
+        return 2
     if argv == ["--slopes"]:
         print("\n".join(slopes()))
         return 0
