@@ -17,6 +17,7 @@ from typing import Any
 from trainsim.catalog import gpu_names, model_names
 from trainsim.catalog.defaults import (
     apply_framework,
+    framework_dropouts,
     sdpa_enable_gqa_problem,
     sink_attention,
     softcap_attention,
@@ -542,17 +543,19 @@ def _unstated_recipe(parallel_raw: dict[str, Any], training_raw: dict[str, Any],
 
 
 def _framework_model(m: ModelConfig, raw: Any, training: dict[str, Any]) -> ModelConfig:
-    """The model as ``training.framework`` builds it: a framework whose model class has no
-    multi-token-prediction module (profile feature ``mtp: false``) drops a preset's MTP layers;
-    MTP layers the user asked for by name are a contradiction."""
+    """The model as ``training.framework`` builds it: with the dropouts the framework sets for
+    its family where the run writes none (``defaults.framework_dropouts``); a framework whose
+    model class has no multi-token-prediction module (profile feature ``mtp: false``) drops a
+    preset's MTP layers; MTP layers the user asked for by name are a contradiction."""
     name = training.get("framework")
-    if not m.mtp_num_layers or not name:
+    if not name:
         return m
     from trainsim.catalog.frameworks import framework_profile
 
     version = training.get("framework_version")
     profile = framework_profile(str(name), None if version in (None, "") else str(version))
-    if profile.supports("mtp") is not False:
+    m = framework_dropouts(m, raw, profile)
+    if not m.mtp_num_layers or profile.supports("mtp") is not False:
         return m
     if isinstance(raw, dict) and "mtp_num_layers" in raw:
         raise ConfigError(f"model.mtp_num_layers={m.mtp_num_layers} but {profile.name} "

@@ -10,6 +10,8 @@ say) is an error that cites the profile's source.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import warnings
 from typing import Any
 
@@ -78,6 +80,57 @@ _DEFAULTED = (
 )
 _PLACEMENT = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
               "decoder_last_pipeline_num_layers")
+
+
+DROPOUTS = ("attention_dropout", "hidden_dropout")
+"""The model's dropout probabilities a framework profile states (``defaults``), each one of:
+a number, what the framework sets for every model (MLPerf's GPT-3 reference 0.0, torchtitan's
+dropout-free model code); a mapping by the model's position-embedding family (``learned``: the
+GPT-2/3 lineage, ``rope``, ``alibi``, ``none``) where the framework's recipes set it per model
+family (Megatron-LM's ``--attention-dropout`` default 0.1 under its GPT-3 scripts, 0.0 in every
+Llama / Mixtral / DeepSeek one); or null, and a family the mapping does not list: the model's
+own value (its preset or Hugging Face config). Precedence, first that states it: the run's own
+(a model field its config writes; a validation row's dropout cells), then the profile's, then
+the model preset's, then ``ModelConfig``'s 0.0 (:func:`framework_dropouts`)."""
+
+
+def profile_dropouts(profile: Any, position_embedding: str) -> dict[str, float]:
+    """The dropout probabilities ``profile`` sets for a model of this position-embedding
+    family, by :data:`DROPOUTS` field; a field it leaves to the model is absent."""
+    return profile_dropouts_of(profile.defaults, position_embedding)
+
+
+def profile_dropouts_of(defaults: Any, position_embedding: str) -> dict[str, float]:
+    """:func:`profile_dropouts` of a profile's ``defaults`` mapping."""
+    out = {}
+    for key in DROPOUTS:
+        value = defaults.get(key)
+        if isinstance(value, dict):
+            value = value.get(position_embedding)
+        if value is not None:
+            out[key] = float(value)
+    return out
+
+
+def framework_dropouts(model: Any, raw: Any, profile: Any) -> Any:
+    """``model`` (a ``ModelConfig``) with the dropouts ``profile`` sets for its family in place
+    of its preset's (:data:`DROPOUTS`' precedence), but for a field ``raw``, the run's model
+    section, writes itself; the same object where nothing changes."""
+    stated = set(raw) if isinstance(raw, dict) else set()
+    changes = tuple((k, v) for k, v in profile_dropouts(profile, model.position_embedding).items()
+                    if k not in stated and getattr(model, k) != v)
+    if not changes:
+        return model
+    try:
+        return _with_fields(model, changes)
+    except TypeError:  # a field that does not hash: built afresh
+        return dataclasses.replace(model, **dict(changes))
+
+
+@functools.lru_cache(maxsize=256)
+def _with_fields(model: Any, changes: tuple[tuple[str, float], ...]) -> Any:
+    """``dataclasses.replace`` memoized: a row's tuner builds its model hundreds of times."""
+    return dataclasses.replace(model, **dict(changes))
 
 
 def grad_reduce_field(training: dict[str, Any]) -> None:
@@ -420,9 +473,10 @@ def _refuse_stage(parallel: dict[str, Any], profile: Any, where: str,
                       f"{', '.join(runs)} only ({how})")
 
 
-__all__ = ["GRAD_REDUCE_DTYPES", "OVERLAP_ACTS", "SDPA_ENABLE_GQA_SINCE", "SEARCH_SIZES",
-           "SEARCH_SWITCHES", "apply_framework", "flex_backend_problem", "gpu_arch",
-           "gpu_vendor", "grad_reduce_field", "overlap_problem", "overlap_stages",
+__all__ = ["DROPOUTS", "GRAD_REDUCE_DTYPES", "OVERLAP_ACTS", "SDPA_ENABLE_GQA_SINCE",
+           "SEARCH_SIZES", "SEARCH_SWITCHES", "apply_framework", "flex_backend_problem",
+           "framework_dropouts", "gpu_arch", "gpu_vendor", "grad_reduce_field",
+           "overlap_problem", "overlap_stages", "profile_dropouts", "profile_dropouts_of",
            "sdpa_enable_gqa_problem", "sink_attention", "sink_kernels", "softcap_attention",
            "stage_engines", "stages_phrase", "truthy", "unreleased_stages",
            "window_attention_problem", "zero_engine", "zero_stages_run"]

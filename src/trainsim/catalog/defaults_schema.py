@@ -5,7 +5,7 @@ applies where a run states none (``catalog.defaults`` applies them). Importable 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 from trainsim.catalog.schema_checks import (
     ATTENTION,
@@ -28,12 +28,33 @@ from trainsim.catalog.schema_checks import (
     _str,
     _zero_engines,
 )
+from trainsim.config.model import ModelConfig
 from trainsim.config.parallel import (
     DATA_PARALLEL_IMPLS,
     DP_BUCKETS,
     TP_OVERLAP_METHODS,
     ZERO3_GATHER,
 )
+
+POSITION_FAMILIES = get_args(get_type_hints(ModelConfig)["position_embedding"])
+"""The model families a profile's dropout mapping is keyed by: ``ModelConfig``'s position
+embeddings (``learned``, ``rope``, ``alibi``, ``none``)."""
+
+
+def _dropout(v: Any) -> str | None:
+    """A dropout probability below 1 (``ModelConfig`` refuses 1), or a mapping {position
+    family: such a probability, or null for the model's own}."""
+    if not isinstance(v, dict):
+        problem = _prob(v)
+        return problem or (None if v < 1 else "expected a probability below 1")
+    for k, x in v.items():
+        if k not in POSITION_FAMILIES:
+            return f"key {k!r} is not a position-embedding family {list(POSITION_FAMILIES)}"
+        problem = None if x is None else _dropout(x)
+        if problem:
+            return f"{k}: {problem}"
+    return None
+
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "attention": _nullable(_enum(ATTENTION)),
@@ -79,8 +100,10 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "tp_comm_overlap_method": _nullable(_enum(TP_OVERLAP_METHODS)),
     "zero3_prefetch": _nullable(_int),
     "cuda_graphs": _nullable(_bool),
-    "attention_dropout": _nullable(_prob),
-    "hidden_dropout": _nullable(_prob),
+    # the model's dropouts the framework sets: for every model, or by position-embedding
+    # family (catalog.defaults.DROPOUTS)
+    "attention_dropout": _nullable(_dropout),
+    "hidden_dropout": _nullable(_dropout),
     # how the experts' GEMMs run (``workload.ops.GroupedImpl``): a mechanism, not a speed
     "grouped_gemm": _nullable(_enum(GROUPED_GEMM)),
     # overrides ``grouped_gemm`` on these GPUs (keys as ``attention_by_arch``'s)

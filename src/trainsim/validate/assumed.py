@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainsim.catalog import model_dict, model_name
+from trainsim.catalog.defaults import DROPOUTS, profile_dropouts_of
+from trainsim.catalog.frameworks import framework_profile
 from trainsim.config import RunConfig
 from trainsim.validate.common import _cell
 from trainsim.validate.row_settings import SWITCH_KEYS
@@ -25,8 +28,8 @@ def assumed_cells(row: dict[str, str], cfg: RunConfig, chosen: dict[str, Any]) -
     """The values the simulated ``cfg`` took for the cells ``row`` leaves empty and the tuner
     did not choose (``chosen``): the framework (``none``: no framework's defaults, its
     choices tuned), the model shape of a preset, the gradient-reduce dtype, the fp8 recipe of
-    an fp8 row, the attention kernel, the options switched on, the NVLink domain and the NIC
-    speed."""
+    an fp8 row, the attention kernel, the options switched on, the dropouts (where any is
+    priced, or the framework's replaced the preset's), the NVLink domain and the NIC speed."""
     t, p, c = cfg.training, cfg.parallel, cfg.cluster
     out: dict[str, str] = {}
     if _cell(row, "framework") is None:
@@ -48,8 +51,40 @@ def assumed_cells(row: dict[str, str], cfg: RunConfig, chosen: dict[str, Any]) -
               getattr(t if flag == "cuda_graphs" else p, flag)]
         if on or not tuned & set(chosen):
             out["options"] = ";".join(on) or "none"
+    if (dropout := dropout_assumed(row, cfg)) is not None:
+        out["dropout"] = dropout
     if _cell(row, "gpus_per_node") is None:
         out["gpus_per_node"] = str(c.gpus_per_node)
     if _cell(row, "nic_gbps_per_gpu") is None:
         out["nic_gbps_per_gpu"] = f"{c.nic_bw_Bps * 8 / 1e9:g}"
     return out
+
+
+def dropout_assumed(row: dict[str, str], cfg: RunConfig) -> str | None:
+    """The dropouts ``cfg`` took for the dropout cells ``row`` leaves empty and whose they are
+    (``catalog.defaults.DROPOUTS``' precedence): the framework's (for the model's family where
+    its profile keys them so), else the preset's; None where the row states both, or where
+    every one taken is 0 and no framework default replaced a preset's."""
+    m, t = cfg.model, cfg.training
+    empty = [k for k in DROPOUTS if _cell(row, k) is None]
+    if not empty:
+        return None
+    defaults = framework_profile(t.framework, t.framework_version).defaults if t.framework \
+        else {}
+    by_profile = profile_dropouts_of(defaults, m.position_embedding)
+    name = _cell(row, "model")
+    preset = model_dict(name) if name is not None and model_name(name) else {}
+    was = {k: float(preset.get(k) or 0.0) for k in empty}
+    if not any(k in by_profile and was[k] != by_profile[k] or getattr(m, k) for k in empty):
+        return None
+    said: dict[tuple[float, str], list[str]] = {}
+    for k in empty:
+        if k in by_profile:
+            whose = f"{t.framework}'s" + (f" for {m.position_embedding}-position models"
+                                          if isinstance(defaults.get(k), dict) else "")
+            whose += f", not the preset's {was[k]:g}" if was[k] != by_profile[k] else ""
+        else:
+            whose = f"{m.name} preset's" if preset else "the model's"
+        said.setdefault((getattr(m, k), whose), []).append(k.split("_")[0])
+    return "; ".join(f"{' and '.join(keys)} {value:g} ({whose})"
+                     for (value, whose), keys in said.items())
