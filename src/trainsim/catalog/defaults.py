@@ -3,7 +3,9 @@
 A config that names ``training.framework`` (and ``framework_version``) gets that framework's
 defaults for the settings it does not give: the attention kernel, the gradient-reduce dtype,
 the fp8 recipe, the MoE dispatcher, the context-parallel exchange, how the pipeline split counts the embedding and loss, CUDA
-graphs, the DDP bucket size and whether the gradient reduction overlaps the backward. A setting
+graphs, the DDP bucket size and whether the gradient reduction overlaps the backward; and the
+model's dropouts, which a framework's recipes set per model family (:data:`DROPOUTS`: the run's
+own, else the profile's for the model's position-embedding family, else the preset's). A setting
 the framework could not run at that version (sequence parallelism in Megatron-DeepSpeed 2022,
 say) is an error that cites the profile's source.
 """
