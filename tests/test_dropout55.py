@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trainsim.catalog import run_config_from_dict
 from trainsim.catalog import frameworks as fw
+from trainsim.catalog import run_config_from_dict
 from trainsim.catalog.defaults import DROPOUTS, profile_dropouts
 from trainsim.catalog.defaults_schema import DEFAULTS
 from trainsim.errors import CatalogError
