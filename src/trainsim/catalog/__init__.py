@@ -24,6 +24,7 @@ from trainsim.catalog.defaults import (
     window_attention_problem,
 )
 from trainsim.catalog.names import aliases_of
+from trainsim.catalog.raw_values import given as _given
 from trainsim.catalog.shared_sections import kept_section
 from trainsim.catalog.te_attention import blackwell_head_dim_attention, wide_head_attention
 from trainsim.catalog.units import (
@@ -548,12 +549,12 @@ def _framework_model(m: ModelConfig, raw: Any, training: dict[str, Any]) -> Mode
     model class has no multi-token-prediction module (profile feature ``mtp: false``) drops a
     preset's MTP layers; MTP layers the user asked for by name are a contradiction."""
     name = training.get("framework")
-    if not name:
+    if not _given(name):  # blank text is no framework (catalog.defaults.apply_framework)
         return m
     from trainsim.catalog.frameworks import framework_profile
 
     version = training.get("framework_version")
-    profile = framework_profile(str(name), None if version in (None, "") else str(version))
+    profile = framework_profile(str(name), str(version) if _given(version) else None)
     m = framework_dropouts(m, raw, profile)
     if not m.mtp_num_layers or profile.supports("mtp") is not False:
         return m
