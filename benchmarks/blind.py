@@ -5,6 +5,8 @@
     python benchmarks/blind.py --name nemo2         # another unknown name (default: otherfw)
     python benchmarks/blind.py --files heldout --rows   # each row predicted with another
                                                     # framework's mechanisms, worst first
+    python benchmarks/blind.py --named              # also each file named: what the fallback
+                                                    # costs per (true framework, fallback) pair
 
 The held-out runs that check ``trainsim validate`` come from other sources, some from
 frameworks with no profile in ``catalog/frameworks/`` (colossalai, maxtext, accelerate, ...).
@@ -12,7 +14,12 @@ This script shows what such a row gets: each row's ``framework`` cell is replace
 that no profile answers to (``framework_version`` kept), the file is validated as it is, and
 the errors are reported per file and per the row's true framework (time and, where the row
 publishes it, memory). Files without a ``framework`` column (the row names none already) are
-skipped: their blind score is their score. Nothing here feeds back into trainsim.
+skipped: their blind score is their score. With ``--named`` each file is validated as it is too,
+and the rows predicted with another framework's mechanisms are pooled over every file by (true
+framework, profile that predicted them): each pair's blind and named MAPE and what the fallback
+adds (the sum over its rows of blind less named error, in points), the pairs that cost most
+first: which stack's mechanisms a rule would have to change, judged on all files at once.
+Nothing here feeds back into trainsim.
 """
 
 from __future__ import annotations
@@ -136,6 +143,42 @@ def row_lines(results: list, truth: dict[str, str], rows: dict[str, dict[str, st
     return lines
 
 
+def pair_lines(pairs: list[tuple[str, object, object]], truth: dict[str, str]) -> list[str]:
+    """The rows predicted with another framework's mechanisms than their own, pooled by (true
+    framework, the profile that predicted them), from ``pairs`` of (file label, named result,
+    blind result) over any number of files (``truth``: row key -> true framework, the key
+    ``label/id``): per pair its row count, blind MAPE and signed mean error, the same rows'
+    named MAPE, and the fallback's cost, the sum of (blind - named) absolute errors in points,
+    the costliest first. Rows that either prediction failed are counted apart."""
+    groups: dict[tuple[str, str], list[tuple[float, float, float]]] = collections.defaultdict(list)
+    failed: collections.Counter[tuple[str, str]] = collections.Counter()
+    for label, named, blind in pairs:
+        fw = truth.get(f"{label}/{blind.id}", "?")
+        used = fallback_of(blind)
+        if used == fw:
+            continue
+        if blind.ape is None or named.ape is None or not blind.measured:
+            failed[(fw, used)] += 1
+            continue
+        signed = blind.predicted / blind.measured - 1
+        groups[(fw, used)].append((blind.ape, signed, named.ape))
+    rows = []
+    for (fw, used), got in groups.items():
+        n = len(got)
+        cost = sum(b - m for b, _, m in got)
+        rows.append((cost, fw, used, n, sum(b for b, _, _ in got) / n,
+                     sum(s for _, s, _ in got) / n, sum(m for _, _, m in got) / n))
+    rows.sort(key=lambda x: (-x[0], x[1], x[2]))
+    lines = [("rows predicted with another framework's mechanisms, all files: "
+              "true framework as profile, rows, blind MAPE (signed), named MAPE, cost")]
+    for cost, fw, used, n, mape, signed, named in rows:
+        lines.append(f"  {fw:18s} as {used:18s} n={n:4d} blind {_pct(mape):>6s} "
+                     f"({100 * signed:+6.1f}%) named {_pct(named):>6s} cost {100 * cost:+8.1f}")
+    for (fw, used), k in sorted(failed.items()):
+        lines.append(f"  {fw:18s} as {used:18s} failed either way: {k}")
+    return lines
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", nargs="+", default=["public", "heldout", "checks"])
@@ -144,7 +187,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--summary", action="store_true", help="one line per file")
     ap.add_argument("--rows", action="store_true",
                     help="also each row predicted with another framework's mechanisms")
+    ap.add_argument("--named", action="store_true",
+                    help="also validate each file named: the fallback's cost per pair, all files")
     args = ap.parse_args(argv)
+    pooled: list[tuple[str, object, object]] = []
+    pooled_truth: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for path in files(args.files):
             made = blinded(path, args.name, Path(tmp))
@@ -158,6 +205,12 @@ def main(argv: list[str]) -> int:
                 with open(path, newline="") as fh:
                     cells = {r["id"]: r for r in csv.DictReader(fh)}
                 print("\n".join(row_lines(results, truth, cells)), flush=True)
+            if args.named:
+                _, named = validate_file(path, workers=args.workers)
+                pooled += [(label, n, b) for n, b in zip(named, results)]
+                pooled_truth.update({f"{label}/{k}": v for k, v in truth.items()})
+    if args.named:
+        print("\n".join(pair_lines(pooled, pooled_truth)), flush=True)
     return 0
 
 
