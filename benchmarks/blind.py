@@ -169,8 +169,13 @@ def pair_lines(pairs: list[tuple[str, object, object]], truth: dict[str, str]) -
         rows.append((cost, fw, used, n, sum(b for b, _, _ in got) / n,
                      sum(s for _, s, _ in got) / n, sum(m for _, _, m in got) / n))
     rows.sort(key=lambda x: (-x[0], x[1], x[2]))
-    lines = [("rows predicted with another framework's mechanisms, all files: "
-              "true framework as profile, rows, blind MAPE (signed), named MAPE, cost")]
+    every = [x for got in groups.values() for x in got]
+    k = len(every) or 1
+    lines = [(f"rows predicted with another framework's mechanisms, all files: {len(every)}, "
+              f"blind MAPE {_pct(sum(b for b, _, _ in every) / k)}, named MAPE "
+              f"{_pct(sum(m for _, _, m in every) / k)}, cost "
+              f"{100 * sum(b - m for b, _, m in every):+.1f}; by true framework as profile, "
+              "rows, blind MAPE (signed), named MAPE, cost (sum of blind - named, points)")]
     for cost, fw, used, n, mape, signed, named in rows:
         lines.append(f"  {fw:18s} as {used:18s} n={n:4d} blind {_pct(mape):>6s} "
                      f"({100 * signed:+6.1f}%) named {_pct(named):>6s} cost {100 * cost:+8.1f}")
