@@ -245,6 +245,53 @@ def fallback_order(first: str, date: str = "") -> tuple[tuple[str, str], ...]:
     return tuple(order)
 
 
+FP8_WEIGHT_RECIPES = ("delayed", "current", "mxfp8")
+"""The fp8 recipes whose weights the frameworks built on Megatron-core keep in fp8 (Megatron-core
+--fp8-param-gather: TE quantized parameters, gathered in fp8 by the distributed optimizer) in
+their recipes: NeMo 2's performance scripts for delayed and current scaling (nemo.yaml 25.04
+``fp8_param_gather``) and MXFP8 from 25.07; Megatron-Bridge's bf16_with_fp8_delayed /
+current / mxfp8 mixed-precision recipes (megatron-bridge.yaml ``fp8_param_gather``); MLPerf's
+NeMo FP8_PARAMS=True (mlperf-nemo.yaml). Blockwise (subchannel) and NVFP4 recipes keep 16-bit
+weights there, so nothing is offered for them."""
+
+FALLBACK_KEPT = ("fp8_param_gather",)
+"""Unknowns of a row on a framework with no profile here whose first candidate, its stack's own
+default, the tuner keeps wherever the fastest setting of the other cells fits with it
+(``validate.training.tune``'s ``kept``, as ``row_unknowns.KEPT_DEFAULTS`` for a named
+framework): the other candidates are memory measures the run takes only where that setting
+needs them (:func:`fp8_weight_candidates`)."""
+
+
+def fp8_weight_candidates(row: dict[str, str], profile: object) -> list[bool]:
+    """``[False, True]``: the candidates of ``fp8_param_gather`` (weights kept and gathered in
+    fp8) for a normalized training row on a framework with no profile here (``FALLBACK_MARK``)
+    that runs fp8 GEMMs under a recipe of ``FP8_WEIGHT_RECIPES`` with a distributed optimizer
+    or none stated (ZeRO-2/3 rows shard by other engines), leaves the cell empty, and is
+    predicted with a stack whose profile names no such default for the recipe but whose
+    distributed optimizer has the fp8-parameter path at that entry (feature
+    ``fp8_param_amax_all_reduce``: Megatron-core from core_v0.9.0, whose
+    megatron/training/arguments.py adds --fp8-param-gather, store_true, L724, "only supported
+    with distributed optimizer" L316); else ``[]``. The stack's 16-bit weights come first and
+    are kept wherever they fit (``FALLBACK_KEPT``): whether the unknown framework kept its
+    weights in fp8 is not known (the frameworks built on that stack do in their fp8 recipes,
+    ``FP8_WEIGHT_RECIPES``; JAX's and torchao's keep 16-bit master weights and cast them), so
+    fp8 weights are what a run takes where the setting the tuner finds fastest would not fit
+    without them, as the frameworks' recipes take them to fit (Megatron-Bridge's GB300 Llama
+    rows run without recomputation only with them)."""
+    def cell(name: str) -> str:
+        return str(row.get(name) or "").strip().lower()
+
+    if profile is None or not read_by_fallback(row) or cell("dtype") != "fp8" or \
+            cell("fp8_param_gather") or cell("zero_stage") in ("2", "3") or \
+            cell("distributed_optimizer") in ("0", "false"):
+        return []
+    recipe = cell("fp8_recipe") or str(profile.defaults.get("fp8_recipe") or "delayed")
+    if recipe not in FP8_WEIGHT_RECIPES or profile.fp8_param_gather(recipe) is not None or \
+            profile.supports("fp8_param_amax_all_reduce") is not True:
+        return []
+    return [False, True]
+
+
 FALLBACK_MARK = "_fallback_of"
 """The key ``validate.vocab`` writes into a normalized training row whose framework has no
 profile here (its value: that framework's name), read by :func:`read_by_fallback`; no CSV

@@ -405,8 +405,8 @@ def preset_window(model: dict[str, Any]) -> int | None:
 def with_choice(raw: dict[str, Any], choice: dict[str, Any]) -> dict[str, Any]:
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
     for key, value in choice.items():
-        sec = "training" if key in ("micro_batch_size", "cuda_graphs", "grad_reduce_dtype") \
-            else "parallel"
+        sec = "training" if key in ("micro_batch_size", "cuda_graphs", "grad_reduce_dtype",
+                                    "fp8_param_gather") else "parallel"
         if key == "recompute" and value.startswith("selective:"):
             value, out[sec]["recompute_modules"] = "selective", value.split(":", 1)[1].split(";")
         if key == "dp_overlap":  # the option's two switches (OPTION_FIELDS), tuned together
@@ -414,6 +414,12 @@ def with_choice(raw: dict[str, Any], choice: dict[str, Any]) -> dict[str, Any]:
                 out[sec][fieldname] = value
             continue
         out[sec][key] = value
+    if choice.get("fp8_param_gather") and not (
+            truthy(out["parallel"].get("distributed_optimizer"))
+            or str(out["parallel"].get("zero_stage", "")).strip() == "1"):
+        # Megatron-LM@core_v0.9.0 megatron/training/arguments.py L316: "--fp8-param-gather only
+        # supported with distributed optimizer" (catalog.fallback.fp8_weight_candidates)
+        raise ConfigError("fp8_param_gather needs the distributed optimizer")
     if choice.get("tp_comm_overlap") and not truthy(out["parallel"].get("sequence_parallel")):
         # Megatron-LM arguments.py: "Tensor parallel communication/GEMM overlap can happen only
         # when sequence parallelism is enabled"; Megatron-Bridge's CommOverlapConfig turns it off

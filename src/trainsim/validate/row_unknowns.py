@@ -10,6 +10,7 @@ from typing import Any
 
 from trainsim.catalog import gpu, model_dict, model_name
 from trainsim.catalog.defaults import stage_engines
+from trainsim.catalog.fallback import fp8_weight_candidates
 from trainsim.catalog.frameworks import flex_backend_runs, uneven_layout, uneven_split
 from trainsim.catalog.schema_checks import OPTION_FEATURES
 from trainsim.config.validity import dispatcher_runs_on
@@ -102,6 +103,10 @@ def unknowns(row: dict[str, str], profile: Any,
     elif profile is not None and _cell(row, "grad_reduce_dtype") is None and \
             (dtypes := bf16_reduce(row, profile)):
         unknown["grad_reduce_dtype"] = dtypes  # its default kept unless needed (KEPT_DEFAULTS)
+    if weights := fp8_weight_candidates(row, profile):
+        # a row on a framework with no profile here: fp8 weights where only they fit
+        # (catalog.fallback.FALLBACK_KEPT)
+        unknown["fp8_param_gather"] = weights
     if _cell(row, "zero_stage") is None and (stages := user_zero_stages(profile)):
         # a plain PyTorch loop wraps the model in the engine its user picks (DDP, FSDP
         # SHARD_GRAD_OP or FULL_SHARD: profile ``zero_stage_engines``); a row that does not say

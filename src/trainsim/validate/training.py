@@ -16,7 +16,7 @@ from typing import Any
 
 from trainsim.bound import lower_bound_s
 from trainsim.catalog import gpu_assumed, run_config_from_dict
-from trainsim.catalog.fallback import fallback_order, keeps_stack_defaults, run_date
+from trainsim.catalog.fallback import FALLBACK_KEPT, fallback_order, keeps_stack_defaults, run_date
 from trainsim.catalog.shared_sections import sections_shared
 from trainsim.config import RunConfig
 from trainsim.config.records import positive_value
@@ -386,6 +386,7 @@ def _tuned(row: dict[str, str], compute_db: str | None
     # a framework with no profile here keeps no default of its stack (catalog.fallback)
     kept = tuple(k for k in KEPT_DEFAULTS if k in unknown) \
         if row_profile(row) and keeps_stack_defaults(row) else ()
+    kept += tuple(k for k in FALLBACK_KEPT if k in unknown)
     with runs_shared():
         cfg, choice = tune(raw, unknown, evaluate, bound, kept)
         result = simulated.get(id(cfg)) or simulate(cfg)
