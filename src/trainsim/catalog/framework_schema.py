@@ -118,6 +118,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # TEDotProductAttention!", catalog.defaults.window_attention_problem). Null: not checked
     "unfused_sliding_window": _nullable(_bool),
     "recompute_modules": _nullable(_bool),  # Megatron-core --recompute-modules (selective sets)
+    # recompute is JAX's jax.checkpoint: the backward re-runs only the forward values its
+    # gradients read (remat_partial_eval DCEs the rest), so a dense layer's last projection,
+    # whose output only the residual add and the next layer's kept input take, is never re-run
+    # (workload.recompute.remat_dce)
+    "remat_dce": _nullable(_bool),
     # the model builds a preset's multi-token-prediction layers (false: the framework's model
     # class never reads them, so the run has none)
     "mtp": _nullable(_bool),
@@ -534,7 +539,7 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
 }
 
 #: keys an entry may leave out even when it is the first one.
-OPTIONAL_KEYS = {"apex_distributed_adam", "vocab_divisible_by", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
+OPTIONAL_KEYS = {"apex_distributed_adam", "remat_dce", "vocab_divisible_by", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
     "zero_stages", "overlap_param_gather", "overlap_grad_reduce_setting",
     "zero_stage_releases", "pipeline_parallel", "tensor_parallel", "context_parallel",
     "pipeline_partition_method", "expandable_segments", "fp8_param_gather",

@@ -26,7 +26,7 @@ _SHARED_EXPERT = frozenset({"shared_fc1", "shared_act", "shared_fc2"})
 RECOMPUTED_OPS = {
     "layernorm": frozenset({"attn_norm", "mlp_norm", "parallel_mlp_norm", "q_norm", "kv_norm"}),
     "mla_up_proj": frozenset({"q_up_proj", "mla_q_proj", "kv_up_proj", "rope"}),
-    "mlp": frozenset({"fc1", "swiglu", "gelu", "fc2"}),
+    "mlp": frozenset({"fc1", "gate_proj", "up_proj", "swiglu", "gelu", "fc2"}),
     # bias_act_func: the clamp and the linear offset's copy (glu_offset_sync_op) included
     "moe_act": frozenset({"expert_act_clamp", "expert_act_offset", "expert_act"}),
     "moe": frozenset({"router", "router_topk_softmax", "router_fake_balanced", "permute",
@@ -39,7 +39,8 @@ RECOMPUTED_OPS = {
 }
 """Forward ops (by name before any '.') each Megatron-core ``--recompute-modules`` entry re-runs
 (``transformer/transformer_layer.py`` and ``multi_latent_attention.py`` checkpoint these
-submodules); ``core_attn`` is the attention op itself. ``mla_up_proj`` checkpoints
+submodules); ``core_attn`` is the attention op itself; ``mlp`` includes a gated MLP's separate
+gate and up projections (``shard.separate_projections``), which stand for its fc1. ``mla_up_proj`` checkpoints
 ``qkv_up_proj_and_rope_apply``, which runs ``linear_q_proj`` where the query has no LoRA
 (core_v0.14.0 multi_latent_attention.py). ``moe`` checkpoints the MoE layer's
 whole ``custom_forward``, whose ``experts_compute`` runs the shared experts too (core_v0.14.0
@@ -54,7 +55,38 @@ counts the matmuls of the same re-runs."""
 def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True) -> list[Op]:
     """Ops re-run before a layer's backward (Megatron's recompute granularity): the whole
     forward under full recompute (``whole``: this layer is among the recomputed ones), else the
-    selective modules' ops, or what per-op checkpointing did not save."""
+    selective modules' ops, or what per-op checkpointing did not save; under JAX's remat
+    (:func:`remat_dce`) without the ops whose outputs no gradient reads."""
+    out = _layer_recompute(cfg, fwd, whole)
+    if out and remat_dce(cfg) and not any(op.name.split(".")[0] == "router" for op in fwd):
+        out = [op for op in out if op.name.removeprefix("recompute.") not in REMAT_DCE_OPS]
+    return out
+
+
+REMAT_DCE_OPS = frozenset({"fc2", "mlp_bias_dropout_add"})
+"""A dense layer's ops whose outputs no gradient reads: the MLP's last projection and the
+residual add after it, whose sum is the layer's output (the next layer's input, which the
+backward holds). Linear in what they take, their backward needs their inputs and the incoming
+gradient, never their outputs; the fp8 cast of the projection's input (``fc2.cast_transpose``),
+which its weight gradient reads, still runs again."""
+
+
+def remat_dce(cfg: RunConfig) -> bool:
+    """Whether the run's recompute is JAX's ``jax.checkpoint`` (profile ``remat_dce``: MaxText,
+    Paxml), whose backward re-runs only the forward values the gradients read: partial
+    evaluation splits the checkpointed function into what the policy saves and a staged part,
+    and DCEs the staged part to the outputs the backward uses (jax-ml/jax@2ff90382
+    jax/_src/ad_checkpoint.py ``remat_partial_eval`` L536-540, ``pe.dce_jaxpr(jaxpr_staged,
+    out_inst_unknown)``). In a dense pre-norm layer the MLP's output projection and the
+    residual add after it feed only the layer's output, held as the next layer's input (the
+    carry of MaxText's and Paxml's scan over layers), so whatever the remat policy
+    (``save_dot_except_mlpwi``, ``save_qkv_proj``, nothing saveable) they are not re-run
+    (``REMAT_DCE_OPS``); Megatron's checkpoint of the MLP module re-runs its whole forward. An
+    MoE layer is left as its modules say (the combine's backward reads the experts' outputs)."""
+    return cfg.parallel.recompute != "none" and bool(profile_supports(cfg, "remat_dce"))
+
+
+def _layer_recompute(cfg: RunConfig, fwd: list[Op], whole: bool) -> list[Op]:
     p = cfg.parallel
     if p.recompute == "full":
         return [_renamed(op, "recompute.") for op in fwd] if whole else []
