@@ -1,8 +1,8 @@
 """Writes benchmarks/training_dgxc_maxtext.csv: NVIDIA/dgxc-benchmarking's MaxText (JAX) recipes,
 the 'Expected Performance' tables of `maxtext/README_70b.md`: Llama 2 70B (release v24.11.1
 35a9aec; the same tables in v25.01 143b90d) and Llama 3 70B (release v25.02 8f5cbb3), bf16 and
-fp8, 64 to 2,048 DGX H100 GPUs, FSDP with data-parallel replicas beyond 128 GPUs. MaxText has no
-profile here: the rows name it as published and the no-profile fallback predicts them. The
+fp8, 64 to 2,048 DGX H100 GPUs, FSDP with data-parallel replicas beyond 128 GPUs. MaxText has a
+profile, catalog/frameworks/maxtext.yaml (55th session): the rows name it as published. The
 settings are the release's `maxtext/configure.sh` and `launch.sh` (see training_dgxc_maxtext.md).
 
     python benchmarks/dgxc_maxtext_rows.py > benchmarks/training_dgxc_maxtext.csv
@@ -45,17 +45,21 @@ REMAT = {
                           "out_proj and mlpwo saved on device (configure.sh CONFIG_OVERRIDES; "
                           "POLICY save_dot_except_mlpwi): the attention context and the MLP's "
                           "input projections (mlpwi, gate and up) with their activation are "
-                          "re-run, the output projection mlpwo is not; written core_attn;mlp, "
-                          "which also re-runs fc2 (an upper bound)")),
+                          "re-run, the output projection mlpwo is not; written core_attn;mlp "
+                          "(jax.checkpoint re-runs no output projection whatever the policy: "
+                          "the maxtext profile's remat_dce)")),
     ("llama2", "fp8"): ("selective", "core_attn;mlp",
                         ("remat_policy=custom with query_proj, key_proj, value_proj, qkv_proj "
                          "and out_proj saved on device (POLICY save_dot_except_mlp): the "
-                         "attention context and the whole MLP re-run: core_attn;mlp")),
+                         "attention context and the MLP's input side re-run (jax.checkpoint "
+                         "re-runs no output projection: the maxtext profile's remat_dce): "
+                         "core_attn;mlp")),
     ("llama3", "bf16"): ("full", "",
                          ("remat_policy=save_qkv_proj (configure.sh POLICY, no custom "
                           "override): only the q/k/v projections' outputs kept, every other op "
-                          "of the layer re-run; written full (which re-runs the q/k/v GEMMs "
-                          "too: an upper bound)")),
+                          "of the layer re-run but the output projection (jax.checkpoint: the "
+                          "maxtext profile's remat_dce); written full (which re-runs the q/k/v "
+                          "GEMMs too: an upper bound)")),
 }
 REMAT[("llama3", "fp8")] = REMAT[("llama3", "bf16")]
 
@@ -107,7 +111,7 @@ def rows() -> list[dict[str, object]]:
                              "scaling; written delayed); " if dtype == "fp8" else "")
                           + f"{why}; XLA latency-hiding scheduler with a PGLE profile and "
                           "pipelined all-gather / reduce-scatter / all-reduce (collectives "
-                          "overlapped by XLA; no option cell: the fallback's own overlap); "
+                          "overlapped by XLA; no option cell: the profile's own overlap); "
                           f"container {CONTAINER[model]} (setup.sh); DGX H100, 8 GPUs a node, 400 Gb/s per GPU (inferred: the "
                           "README names only 'H100 GPUs')"))
                 out.append(r)

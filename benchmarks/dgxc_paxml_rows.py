@@ -2,7 +2,7 @@
 the 'Expected Performance' tables of `paxml/README_175b.md` (GPT-3 175B, fp8, 128-2,048 H100) and
 `paxml/README_5b.md` (GPT-3 5B, fp8 and bf16, 16-128 H100) in release v24.11.1 (35a9aec; the same
 tables in v25.01 143b90d), run in ghcr.io/nvidia/jax:pax-2024-03-04 with Transformer Engine. Paxml
-has no profile here: the rows name it and the no-profile fallback predicts them. Settings from
+has a profile, catalog/frameworks/paxml.yaml (55th session): the rows name it. Settings from
 the release's `paxml/configure.sh` and `paxml_mod_configs.py`, the model from google/paxml
 `paxml/contrib/gpu/scripts_gpu/configs.py` @ d505f45 (2024-02-28, the last change before the
 container's date; see training_dgxc_paxml.md).
@@ -34,7 +34,8 @@ MODELS = {
              ("selective", "core_attn;mlp",
               ("CHECKPOINT_POLICY SAVE_QKV_OUT_PROJ (paxml_mod_configs.py Synthetic175BCkpt): "
                "the q/k/v and output projections' outputs kept, the attention core and the MLP "
-               "re-run: core_attn;mlp")),
+               "re-run but its output projection (jax.checkpoint re-runs what the gradients "
+               "read: the paxml profile's remat_dce): core_attn;mlp")),
              {"fp8": (49, "Paxml GPT175B 24.11 FP8 (FSDP+DP, MBS=2)", 128,
                       (7.47, 7.58, 7.60, 7.89, 8.02))}),
     "5b": ("paxml/README_5b.md", "gpt3-5b", 50304, 4, 1, "SAVE_DOT_ONLY",
@@ -95,7 +96,7 @@ def rows() -> list[dict[str, object]]:
                           "--xla_gpu_enable_cudnn_fmha=false): cudnn; "
                           + ("fp8 (ENABLE_FP8=1: TE delayed scaling); " if dtype == "fp8" else "")
                           + "XLA latency-hiding scheduler with async / pipelined all-gather, "
-                          "reduce-scatter and all-reduce (no option cell: the fallback's own "
+                          "reduce-scatter and all-reduce (no option cell: the profile's own "
                           "overlap); the model: configs.py "
                           + ("GPT175BBase (96 layers, 12288, 96 heads, MLP 4 x 12288, vocab "
                              "50257, GELU, biases, learned positions, tied softmax embedding)"

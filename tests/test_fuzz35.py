@@ -120,8 +120,8 @@ def test_text_that_is_no_number_is_left_to_the_column_check():
     ({"gpu": "DGX H100"}, {"gpu": "DGX H100 -> h100-sxm-80gb"}),
     ({"framework": "NVIDIA NeMo", "framework_version": "24.12"},
      {"framework": "NVIDIA NeMo -> nemo"}),
-    ({"framework": "MaxText", "framework_version": "2024"},
-     {"framework": "MaxText -> megatron-core (no profile of maxtext here; it states no "
+    ({"framework": "Picotron", "framework_version": "2024"},
+     {"framework": "Picotron -> megatron-core (no profile of picotron here; it states no "
                    "ZeRO-2/3 sharding: Megatron-core's mechanisms (DDP or distributed "
                    "optimizer, TP/SP/PP), at its entry of 2024, the row's version read as "
                    "the run's date)"}),

@@ -1,6 +1,6 @@
 """A check file added by data54 (2026-11-28): NVIDIA/dgxc-benchmarking's Paxml (JAX) GPT-3 175B
-(fp8, 128-2,048 H100) and 5B (fp8 and bf16, 16-128 H100) recipes, release v24.11.1. Paxml has no
-profile here: the rows name it and the no-profile fallback predicts them.
+(fp8, 128-2,048 H100) and 5B (fp8 and bf16, 16-128 H100) recipes, release v24.11.1. Paxml has a
+profile since the 55th session (paxml.yaml; the no-profile fallback before it).
 benchmarks/dgxc_paxml_rows.py writes benchmarks/training_dgxc_paxml.csv (its generic checks and
 the error bound: tests/test_training_files.py)."""
 

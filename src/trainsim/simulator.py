@@ -62,6 +62,7 @@ from trainsim.workload.recompute import (
     core_attn_rerun,
     per_op_sac_layout,
     per_op_sac_reruns_attention,
+    remat_dce,
 )
 from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-exported
@@ -399,7 +400,8 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
         model_flops=model_flops_per_token(cfg.model, cfg.training.seq_length) * tokens,
         hardware_flops=hardware_flops_per_iteration(cfg, core_attn_rerun(cfg, fused=True),
                                                     per_op_sac_layout(cfg),
-                                                    per_op_sac_reruns_attention(cfg)),
+                                                    per_op_sac_reruns_attention(cfg),
+                                                    remat_dce(cfg)),
         critical_stage=stage,
         timeline=tl if keep_timeline else None,
         compute_sources=dict(sorted(pricer.compute_sources().items())),

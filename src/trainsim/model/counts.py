@@ -458,7 +458,8 @@ def _no_mm_layers(cfg: RunConfig, per_op_sac: bool | None) -> frozenset[int]:
 
 def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: bool = False,
                                  per_op_sac: bool | None = None,
-                                 per_op_sac_attention: bool = False) -> float:
+                                 per_op_sac_attention: bool = False,
+                                 remat_dce: bool = False) -> float:
     """FLOPs the GPUs execute in one iteration, recomputation included (for HFU).
 
     Full recompute adds one more forward of every recomputed layer (Narayanan et al. 2021,
@@ -476,7 +477,10 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
     (and gate, up) separately (None: no per-op checkpointing); its dense layers re-run every
     other matmul (:func:`_per_op_sac_params`) and keep the attention's output, unless
     ``per_op_sac_attention`` (``workload.recompute.per_op_sac_reruns_attention``: a cuDNN
-    attention the policy's save list does not name), which re-runs its forward.
+    attention the policy's save list does not name), which re-runs its forward. ``remat_dce``
+    (``workload.recompute.remat_dce``: JAX's jax.checkpoint): a dense layer re-run in full or
+    for its ``mlp`` module leaves out the MLP's output projection, whose output no gradient
+    reads.
     """
     m, tokens = cfg.model, cfg.tokens_per_iteration
     s = cfg.training.seq_length
@@ -496,5 +500,11 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
         rerun = per_op_sac_attention  # else the policy saves the attention's output
     selective = (2.0 * _attention_work(m, s) if rerun else 0.0) + \
         2.0 * _rerun_matmul_params(m, modules, per_op_sac, _no_mm_layers(cfg, per_op_sac))
+    if remat_dce and m.hybrid_layer_pattern is None:
+        fc2 = 2.0 * m.hidden_size * m.ffn_size  # forward FLOPs per token of a dense layer's fc2
+        if cfg.parallel.recompute == "full":
+            full -= fc2 * sum(not m.is_moe_layer(i) for i in cfg.recomputed_layers)
+        elif "mlp" in modules and per_op_sac is None:
+            selective -= fc2 * sum(not m.is_moe_layer(i) for i in range(m.num_layers))
     extra = {"none": 0.0, "full": full, "selective": selective}[cfg.parallel.recompute]
     return base + extra * tokens
