@@ -96,6 +96,7 @@ def rows() -> list[dict[str, object]]:
                     dp_replicate=replicas, global_batch_size=MBS * gpus,
                     micro_batch_size=MBS, dtype=dtype, fp8_recipe="delayed" if dtype == "fp8" else "",
                     framework="maxtext", framework_version=image, attention="cudnn",
+                    options="onehot_embedding",
                     measured_iteration_s=t,
                     note=(f"published {t} s per step, the last step of a 50-step run ('we are "
                           "using the last training step timing'), as published; column "
@@ -106,6 +107,8 @@ def rows() -> list[dict[str, object]]:
                           f"pipeline or context parallelism (ici/dcn TP 1); per_device_batch_size "
                           f"{MBS}, max_target_length {seq}, attention=cudnn_flash_te (cuDNN fused "
                           "attention via Transformer Engine, NVTE_FUSED_ATTN=1), scan_layers, "
+                          "use_iota_embed=true (the token lookup a one-hot jnp.dot, MaxText "
+                          "layers/embeddings.py: option onehot_embedding), "
                           "synthetic data, logits_dot_in_fp32=false; "
                           + ("quantization=fp8 (MaxText's fp8 dot_general with delayed amax "
                              "scaling; written delayed); " if dtype == "fp8" else "")
@@ -148,7 +151,8 @@ def check() -> list[str]:
                 "dcn_TP=1", "ici_FSDP=${SLURM_NTASKS_PER_NODE}", "dcn_FSDP=16",
                 "dcn_DP=$(( SLURM_JOB_NUM_NODES / dcn_FSDP ))", 'QUANTIZATION="fp8"',
                 "export NVTE_FUSED_ATTN=1", "--xla_gpu_enable_latency_hiding_scheduler=true",
-                "--xla_gpu_enable_pipelined_all_gather=true"]
+                "--xla_gpu_enable_pipelined_all_gather=true", "use_iota_embed=true",
+                "--xla_gpu_graph_level=0", "--xla_gpu_enable_triton_softmax_fusion=false"]
         want += ['POLICY="save_dot_except_mlpwi"', 'POLICY="save_dot_except_mlp"', "mlpwo=device",
                  "out_proj=device"] if model == "llama2" else ['POLICY="save_qkv_proj"']
         bad += [f"{model} configure.sh: no {w!r}" for w in want if w not in conf]

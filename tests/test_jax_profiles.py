@@ -17,6 +17,7 @@ from trainsim import simulate
 from trainsim.catalog import run_config_from_dict
 from trainsim.catalog.frameworks import framework_profile
 from trainsim.model.counts import hardware_flops_per_iteration
+from trainsim.workload.head import embedding_backward, embedding_forward
 from trainsim.workload.layers import layer_forward
 from trainsim.workload.ops import Gemm
 from trainsim.workload.recompute import core_attn_rerun, layer_recompute, remat_dce
@@ -106,3 +107,42 @@ def test_the_dgxc_rows_read_their_own_profile(name, rows):
     assert len(res) == rows and all(r.error is None for r in res)
     assert all(r.chosen.get("framework", name) == name for r in res), \
         {r.chosen.get("framework") for r in res}
+
+
+def _gpt(framework: str, onehot: bool = False):
+    """A small GPT (learned positions, GELU) on one GPU."""
+    return run_config_from_dict({
+        "model": {"hidden_size": 512, "num_layers": 2, "num_attention_heads": 8,
+                  "vocab_size": 4096, "ffn_hidden_size": 2048, "activation": "gelu",
+                  "position_embedding": "learned", "max_position_embeddings": 1024},
+        "training": {"global_batch_size": 4, "micro_batch_size": 2, "seq_length": 1024,
+                     "attention": "cudnn", "framework": framework,
+                     "onehot_embedding": onehot},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 1}})
+
+
+def test_praxis_looks_tokens_and_positions_up_as_onehot_gemms():
+    """Paxml's lookup_style 'matmul': [tokens x vocab] one-hot times the table forward, the
+    table's gradient a GEMM backward; the same for the learned positions. Megatron gathers."""
+    cfg = _gpt("paxml")
+    sh = shard_of(cfg)
+    fwd = {op.name: op for op in embedding_forward(cfg, sh) if isinstance(op, Gemm)}
+    bwd = {op.name: op for op in embedding_backward(cfg, sh) if isinstance(op, Gemm)}
+    tokens = cfg.training.micro_batch_size * cfg.training.seq_length
+    assert (fwd["embedding_onehot"].m, fwd["embedding_onehot"].k) == (tokens, 4096)
+    assert (fwd["position_onehot"].m, fwd["position_onehot"].k) == (tokens, 1024)
+    assert (bwd["embedding_onehot.wgrad"].m, bwd["embedding_onehot.wgrad"].k) == (4096, tokens)
+    assert "embedding_grad" not in {op.name for op in embedding_backward(cfg, sh)}
+    mcore = _gpt("megatron-core")
+    assert not any(isinstance(op, Gemm) for op in embedding_forward(mcore, shard_of(mcore)))
+
+
+def test_the_onehot_option_turns_it_on_where_the_profile_does_not():
+    """MaxText's lookup is a gather unless the run sets use_iota_embed (option
+    onehot_embedding, as the dgxc recipes do)."""
+    names = {op.name for op in embedding_forward(_gpt("maxtext"), shard_of(_gpt("maxtext")))}
+    assert "embedding_lookup" in names
+    cfg = _gpt("maxtext", onehot=True)
+    assert "embedding_onehot" in {op.name for op in embedding_forward(cfg, shard_of(cfg))}
+    bwd = {op.name for op in embedding_backward(cfg, shard_of(cfg))}
+    assert "embedding_onehot.wgrad" in bwd and "embedding_grad" not in bwd

@@ -123,6 +123,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # whose output only the residual add and the next layer's kept input take, is never re-run
     # (workload.recompute.remat_dce)
     "remat_dce": _nullable(_bool),
+    # the models look tokens and learned positions up as a one-hot matrix times the table (a
+    # GEMM, and a weight-gradient GEMM backward), not a gather (workload.head.onehot_lookup)
+    "onehot_embedding": _nullable(_bool),
     # the model builds a preset's multi-token-prediction layers (false: the framework's model
     # class never reads them, so the run has none)
     "mtp": _nullable(_bool),
@@ -539,7 +542,7 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
 }
 
 #: keys an entry may leave out even when it is the first one.
-OPTIONAL_KEYS = {"apex_distributed_adam", "remat_dce", "vocab_divisible_by", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
+OPTIONAL_KEYS = {"apex_distributed_adam", "remat_dce", "onehot_embedding", "vocab_divisible_by", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
     "zero_stages", "overlap_param_gather", "overlap_grad_reduce_setting",
     "zero_stage_releases", "pipeline_parallel", "tensor_parallel", "context_parallel",
     "pipeline_partition_method", "expandable_segments", "fp8_param_gather",

@@ -155,6 +155,12 @@ class TrainingConfig:
     ``loss.backward(); opt.step()`` loop (benchmarks/step_probe.py) runs. The ``no_grad_clip``
     option of a validation row. Off: the loop clips, as Megatron (``--clip-grad`` 1.0), the
     Hugging Face Trainer (``max_grad_norm`` 1.0) and the frameworks here do by default."""
+    onehot_embedding: bool = False
+    """The model looks the tokens (and learned positions) up as a one-hot matrix times the
+    table, a GEMM forward and a weight-gradient GEMM backward, not a gather and a scatter-add
+    (``workload.head.onehot_lookup``): MaxText's ``use_iota_embed=true``, the
+    ``onehot_embedding`` option of a validation row. Off: the framework's own lookup, which its
+    profile's ``onehot_embedding`` may make one-hot (Praxis's ``lookup_style 'matmul'``)."""
     sdpa_enable_gqa: bool = False
     """SDPA receives GQA's K and V heads as they are (``enable_gqa=True``, torch >= 2.5): the
     model copies nothing before it even where its framework profile's models repeat K and V

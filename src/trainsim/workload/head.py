@@ -71,10 +71,41 @@ def shifted_logits_ops(cfg: RunConfig, elements: float, backward: bool) -> list[
     return [Elementwise("logits_shift", bytes=2 * elements * width, kernel="copy")]
 
 
+def onehot_lookup(cfg: RunConfig) -> bool:
+    """Whether the model looks the tokens (and learned positions) up as a one-hot matrix times
+    the table, a GEMM forward and a weight-gradient GEMM backward, not a gather and a
+    scatter-add: the run says so (``training.onehot_embedding``: MaxText's ``use_iota_embed``,
+    AI-Hypercomputer/maxtext@8e55ab1a MaxText/layers/embeddings.py L79-82, ``jnp.dot`` of the
+    ``inputs == iota`` one-hot and the table), or its framework's models do by default
+    (profile ``onehot_embedding``: Praxis's ``lookup_style 'matmul'``, which Paxml's
+    TransformerLmSpmdAdam sets, google/paxml@e4fad960 paxml/tasks/lm/params/c4.py L344
+    ``EMBEDDING_LOOKUP_STYLE = 'matmul'``, inherited by the GPU GPT configs)."""
+    t = cfg.training
+    return t.onehot_embedding or bool(t.framework) and bool(
+        framework_feature(t.framework, t.framework_version, "onehot_embedding"))
+
+
+def onehot_gemms(cfg: RunConfig, sh: Shard, backward: bool) -> list[Op]:
+    """The one-hot lookups' GEMMs (:func:`onehot_lookup`), in 16 bits: the token table (this
+    rank's vocabulary) and a learned position table (``max_position_embeddings`` rows).
+    Forward: [tokens x rows] one-hot times [rows x h]; backward: the tables' gradients, the
+    one-hot transposed times the output gradient. The one-hot operands XLA writes for cuBLAS
+    (tokens x rows 16-bit values) are not priced apart."""
+    h = cfg.model.hidden_size
+    tables = [("embedding_onehot", int(rank_vocab(cfg)))]
+    if cfg.model.position_embedding == "learned":
+        tables.append(("position_onehot", cfg.model.max_position_embeddings))
+    if backward:
+        return [Gemm(f"{name}.wgrad", m=rows, n=h, k=sh.tokens) for name, rows in tables]
+    return [Gemm(name, m=sh.tokens, n=h, k=rows) for name, rows in tables]
+
+
 def embedding_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     h = cfg.model.hidden_size
     ops: list[Op] = [Elementwise("embedding_lookup", bytes=sh.tokens * h * ACT * 2,
                                  kernel="embedding")]
+    if onehot_lookup(cfg):
+        ops = onehot_gemms(cfg, sh, backward=False)
     if sh.tp > 1:  # vocab-parallel embedding: partial rows summed over TP
         kind = "reduce_scatter" if sh.sp else "all_reduce"
         ops.append(Comm(f"embedding.{kind}", kind, sh.tokens * h * ACT, "tp",
@@ -91,6 +122,8 @@ def embedding_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
     if sh.tp > 1 and sh.sp:
         ops.append(Comm("embedding.all_gather.bwd", "all_gather", sh.tokens * h * ACT, "tp",
                         in_tp_overlap=False))
+    if onehot_lookup(cfg):
+        return ops + onehot_gemms(cfg, sh, backward=True) + dense_embedding_grad_ops(cfg, sh)
     ops.append(embedding_zero_fill(rank_vocab(cfg), h))
     ops.append(embedding_scatter(sh.tokens, h, cfg.model.vocab_size, sh.tp))
     ops.extend(dense_embedding_grad_ops(cfg, sh))
