@@ -107,8 +107,9 @@ ALLOW: dict[str, str] = {
 """Violation class -> why it is real behaviour (with the source)."""
 
 
-def draw(rng: random.Random) -> dict:
-    """A valid run most of the time: sizes that tile 8-GPU nodes, EP on MoE models only."""
+def draw(rng: random.Random, frameworks: list[str] | None = None) -> dict:
+    """A valid run most of the time: sizes that tile 8-GPU nodes, EP on MoE models only; its
+    framework one of ``frameworks`` (default: every profile, ``FRAMEWORKS``)."""
     moe = rng.random() < 0.35
     model = rng.choice(MOE if moe else DENSE)
     par: dict[str, Any] = {"tp": rng.choice([1, 2, 4, 8]), "pp": rng.choice([1, 1, 2, 4]),
@@ -131,7 +132,7 @@ def draw(rng: random.Random) -> dict:
     tr: dict[str, Any] = {"global_batch_size": dp * rng.choice([4, 8, 16]),
                           "micro_batch_size": rng.choice([1, 1, 2]),
                           "seq_length": rng.choice([2048, 4096, 8192]),
-                          "framework": rng.choice(FRAMEWORKS)}
+                          "framework": rng.choice(frameworks or FRAMEWORKS)}
     if rng.random() < 0.2:
         tr["dtype"] = "fp8"
     gpus = par["tp"] * par["pp"] * par["cp"] * dp
@@ -393,14 +394,16 @@ COSTLY = {"framework": 4, "version": 2, "recompute": 2}
 
 
 def sweep(seed: int = 0, n: int = 60, only: list[str] | None = None,
-          budget: float = 170.0) -> tuple[dict[str, list[str]], int, int]:
-    """Findings by class (each a config and why), valid configs and configs drawn."""
+          budget: float = 170.0, frameworks: list[str] | None = None
+          ) -> tuple[dict[str, list[str]], int, int]:
+    """Findings by class (each a config and why), valid configs and configs drawn (their
+    frameworks among ``frameworks``, default every profile)."""
     rng = random.Random(seed)
     found: dict[str, list[str]] = defaultdict(list)
     start, valid, tries = time.monotonic(), 0, 0
     while valid < n and tries < 20 * n and time.monotonic() - start < budget:
         tries += 1
-        cfg = draw(rng)
+        cfg = draw(rng, frameworks)
         r = run(cfg)
         if r is None:
             continue
