@@ -521,10 +521,34 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
                     training=build(TrainingConfig, training_raw, "training"),
                     cluster=kept_section("cluster", cluster, None,
                                          lambda: _cluster_section(cluster)))
+    if not model.is_moe:
+        _dense_moe_settings(cfg, *unfilled, gpu_name)
     if (ignored := fp8_recipe_ignored(recipe, cfg.training.dtype)) is not None and \
             cfg.training.fp8_recipe != _unstated_recipe(*unfilled, gpu_name):
         warnings.warn(ignored, TrainsimWarning, stacklevel=2)  # a config it was valid for
     return cfg
+
+
+def _dense_moe_settings(cfg: RunConfig, parallel_raw: dict[str, Any],
+                        training_raw: dict[str, Any], gpu_name: Any) -> None:
+    """Refuse the MoE-only parallel settings a dense model's run gave (``parallel_raw``, its
+    own section before the framework filled it), unless a value is the one the framework
+    profile fills anyway (``config.validity.moe_dense_problem``)."""
+    from trainsim.config.validity import MOE_ONLY_PARALLEL, moe_dense_problem
+
+    given = [k for k in MOE_ONLY_PARALLEL if k in parallel_raw]
+    if not given:
+        return
+    filled: dict[str, Any] = {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            apply_framework(filled, copy.deepcopy(training_raw), gpu_name)
+    except ConfigError:
+        filled = {}
+    problem = moe_dense_problem({k: getattr(cfg.parallel, k) for k in given}, filled)
+    if problem:
+        raise ConfigError(problem)
 
 
 def _unstated_recipe(parallel_raw: dict[str, Any], training_raw: dict[str, Any],

@@ -5,7 +5,9 @@ refuses a ``--set`` with the same functions, so the two cannot drift.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from trainsim.config.cluster import GPUSpec
@@ -104,8 +106,46 @@ def dispatcher_runs_on(dispatcher: str, sm_arch: int | None) -> bool:
     return need is None or (sm_arch is not None and sm_arch >= need)
 
 
-__all__ = ["DISPATCHER_MIN_SM", "KV_SPLIT_LIFTED", "ZERO_STAGES", "dispatcher_fits",
-           "dispatcher_runs_on", "kv_heads_fit", "kv_heads_problem", "zero_stages"]
+MOE_ONLY_PARALLEL = ("moe_token_dispatcher_type", "moe_overlap_ep_comm", "moe_shared_expert_overlap",
+                     "moe_permute_fusion", "moe_router_dtype", "moe_deepep_num_sms",
+                     "moe_hybridep_num_sms", "fp8_gemm_grid_excludes_exchange",
+                     "moe_dispatch_fp8", "flex_two_ranks")
+"""Parallel fields that only a mixture-of-experts model reads (its token dispatcher, the
+expert all-to-all's overlap, the router's dtype, the SMs of DeepEP / HybridEP, the fp8 GEMMs'
+grid beside them): on a dense model nothing prices them (``moe_dense_problem``)."""
+
+
+def moe_dense_problem(given: Mapping[str, Any], filled: Mapping[str, Any]) -> str | None:
+    """Why a dense model cannot take the MoE-only parallel settings its run gave, or None:
+    ``given`` maps the fields the run's own parallel section set to their values as the
+    parallel config holds them; a field of ``MOE_ONLY_PARALLEL`` whose value is neither the
+    field's default nor what the framework profile fills for it (``filled``: a resolved config
+    states the profile's value for every run, dense ones too, and reads back) is refused, not
+    ignored, as the model's MoE fields are (``ModelConfig.MOE_ONLY_FIELDS``; robust55 found
+    them dropped in silence)."""
+    from trainsim.config.parallel import ParallelConfig
+
+    defaults = {f.name: f.default for f in dataclasses.fields(ParallelConfig)}
+    for name in MOE_ONLY_PARALLEL:
+        if name not in given:
+            continue
+        value = _built(given[name])
+        if value == defaults[name] or (name in filled and value == _built(filled[name])):
+            continue
+        shown = list(value) if isinstance(value, tuple) else value
+        return (f"parallel.{name}={shown!r} is a mixture-of-experts setting but the model is "
+                "dense; set model.num_experts too, or leave it out")
+    return None
+
+
+def _built(value: Any) -> Any:
+    """A profile's raw value as the parallel config holds it (a list as a tuple)."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+__all__ = ["DISPATCHER_MIN_SM", "KV_SPLIT_LIFTED", "MOE_ONLY_PARALLEL", "ZERO_STAGES",
+           "dispatcher_fits", "dispatcher_runs_on", "kv_heads_fit", "kv_heads_problem",
+           "moe_dense_problem", "zero_stages"]
 
 
 def te_ring_window_problem(cp: int, cp_comm_type: str, attention: str,

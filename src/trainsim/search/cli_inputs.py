@@ -255,17 +255,26 @@ def _check_fixed(base: Any) -> None:
         dispatcher_fits,
         dispatcher_runs_on,
         kv_heads_problem,
+        moe_dense_problem,
     )
     from trainsim.search.rules import softcap_cp_refusal
 
     f, m, t = dict(base.fixed), base.model, base.training
     where = f"{t.framework} {t.framework_version or ''}".strip() if t.framework else "the run"
+    filled: dict[str, Any] = {}  # what the profile fills (a dense run's MoE fields may be it)
     if t.framework:  # what the framework lacks, refused by the config loader's own step
         try:  # (on a copy: the candidates' configs run it again, search.candidate)
             apply_framework(dict(f), {"framework": t.framework,
                                       "framework_version": t.framework_version})
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                apply_framework(filled, {"framework": t.framework,
+                                         "framework_version": t.framework_version})
         except ConfigError as exc:
             raise ConfigError(f"--set {exc}") from None
+    problem = None if m.is_moe else moe_dense_problem(f, filled)
+    if problem:  # every candidate would drop it, as the config loader refuses it (robust55)
+        raise ConfigError(f"--set {problem}")
     cp = f.get("context_parallel_size")
     refusal = cp is not None and softcap_cp_refusal(m.attn_logit_softcapping, t.framework,
                                                     t.framework_version, cp)
