@@ -459,18 +459,59 @@ def _edit(data: Any, path: tuple[Any, ...], how: str, rng: random.Random) -> str
     return f"{'.'.join(map(str, path))}={value!r}"
 
 
-def _goodput_profile(profile: Path, run: Path) -> str | None:
-    return _cli(["goodput", str(run), "--failures", str(profile), "--tokens", "1e9",
-                 "--trials", "5", "--format", "json"], True)
+FREE_FORM = ("name", "description", "source", "published", "aliases", "modes")
+"""Keys whose own names are free text (a cause's name, a published figure's label): a
+mistyped one is another name, not a mistake the reader can tell."""
 
 
-def _run_file(run: Path) -> str | None:
-    return _cli(["simulate", str(run), "--format", "json"], True)
+def _mistyped(args: list[str], dropped: list[str], path: tuple[Any, ...],
+              files: tuple[list[Path], list[Path]]) -> str | None:
+    """:func:`_cli` on ``args``; where answered, not the answer of ``dropped`` (the same input
+    with the key left out instead of mistyped; ``files``: each one's files, which an answer
+    may name): a mistyped key read as if left out."""
+    from fuzz51 import _invoke
+
+    bad = _cli(args, True)
+    if bad is not None:
+        return bad
+    mistyped = _invoke(args)
+    if mistyped.exit_code != 0 or path[-1] in FREE_FORM or \
+            (len(path) > 1 and path[-2] in FREE_FORM):
+        return None
+    left_out = _invoke(dropped)
+
+    def named(out: str, paths: list[Path]) -> str:
+        for f in paths:
+            out = out.replace(str(f), "FILE").replace(f.name, "FILE").replace(f.stem, "FILE")
+        return out
+
+    if left_out.exit_code == 0 and named(left_out.stdout, files[1]) == \
+            named(mistyped.stdout, files[0]):
+        return "a mistyped key read as if left out (its default used in silence)"
+    return None
 
 
-def _goodput_run(run: Path) -> str | None:
-    return _cli(["goodput", str(run), "--tokens", "1e9", "--trials", "5", "--format", "json"],
-                True)
+def _input(d: Path, what: str, k: int, data: Any, run: Path) -> tuple[list[str], list[Path]]:
+    """The command line of a usercatalog input (``data``: the profile, GPU file or
+    reliability section written for it) and the files it wrote."""
+    if what == "profile":
+        f = d / f"p{k}" / "mine.yaml"
+        f.parent.mkdir(exist_ok=True)
+        f.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+        return ["goodput", str(run), "--failures", str(f), "--tokens", "1e9", "--trials", "5",
+                "--format", "json"], [f]
+    cfg = copy.deepcopy(BASES["dense"])
+    r = d / f"r{k}" / "run.json"
+    r.parent.mkdir(exist_ok=True)
+    if what == "gpu":
+        f = r.parent / "my_gpu.yaml"
+        f.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+        cfg["cluster"]["gpu"] = str(f)
+        r.write_text(json.dumps(cfg), encoding="utf-8")
+        return ["simulate", str(r), "--format", "json"], [r, f]
+    cfg["reliability"] = data
+    r.write_text(json.dumps(cfg), encoding="utf-8")
+    return ["goodput", str(r), "--tokens", "1e9", "--trials", "5", "--format", "json"], [r]
 
 
 def usercatalog_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Case]]:
@@ -486,34 +527,21 @@ def usercatalog_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator
         for k in range(600):
             what = rng.choice(["profile", "profile", "gpu", "reliability"])
             how = rng.choice(["drop", "mistype", "value"])
-            if what == "profile":
-                src = rng.choice(profiles)
-                data = yaml.safe_load(src.read_text(encoding="utf-8"))
-                path = rng.choice(list(_walk(data)))
-                done = _edit(data, path, how, rng)
-                f = d / f"p{k}.yaml"
-                f.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
-                yield f"{src.stem}: {done}", (lambda f=f: _goodput_profile(f, run))
-            elif what == "gpu":
-                data = yaml.safe_load(gpu_file.read_text(encoding="utf-8"))
-                path = rng.choice(list(_walk(data)))
-                done = _edit(data, path, how, rng)
-                f = d / f"g{k}.yaml"
-                f.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
-                cfg = copy.deepcopy(BASES["dense"])
-                cfg["cluster"]["gpu"] = str(f)
-                r = d / f"r{k}.json"
-                r.write_text(json.dumps(cfg), encoding="utf-8")
-                yield f"gpu: {done}", (lambda r=r: _run_file(r))
-            else:
-                data = copy.deepcopy(reliability)
-                path = rng.choice(list(_walk(data)))
-                done = _edit(data, path, how, rng)
-                cfg = copy.deepcopy(BASES["dense"])
-                cfg["reliability"] = data
-                r = d / f"q{k}.json"
-                r.write_text(json.dumps(cfg), encoding="utf-8")
-                yield f"reliability: {done}", (lambda r=r: _goodput_run(r))
+            src = rng.choice(profiles) if what == "profile" else gpu_file
+            data = copy.deepcopy(reliability) if what == "reliability" else \
+                yaml.safe_load(src.read_text(encoding="utf-8"))
+            path = rng.choice(list(_walk(data)))
+            left_out = copy.deepcopy(data)
+            done = _edit(data, path, how, rng)
+            label = f"{src.stem if what == 'profile' else what}: {done}"
+            args, files = _input(d, what, 2 * k, data, run)
+            if how != "mistype":
+                yield label, (lambda a=args: _cli(a, True))
+                continue
+            _edit(left_out, path, "drop", rng)
+            dropped, dropped_files = _input(d, what, 2 * k + 1, left_out, run)
+            yield label, (lambda a=args, b=dropped, p=path, f=(files, dropped_files):
+                          _mistyped(a, b, p, f))
     return cases
 
 

@@ -22,6 +22,8 @@ DAY_S = 86400.0
 COMPONENTS = ("gpu", "nic", "network", "node", "job")
 """Component kinds a failure rate scales with (see catalog/failures/*.yaml for the meaning)."""
 _CATALOG = Path(__file__).resolve().parent.parent / "catalog" / "failures"
+OBSERVED = ("gpus", "gpus_per_node", "days")
+"""A failure profile's ``observed`` cluster: what its ``count`` modes become rates by."""
 
 
 def component_counts(num_gpus: int, gpus_per_node: int) -> dict[str, int]:
@@ -138,6 +140,12 @@ def profile_from_dict(data: dict[str, Any], where: str = "failures") -> FailureP
         if key not in allowed:
             raise CatalogError(f"unknown field {where}.{key}{suggest(key, allowed)}")
     observed = _mapping(data, "observed", where)
+    for key, value in observed.items():  # each checked where given, counts or not (robust55)
+        if key not in OBSERVED:
+            raise CatalogError(f"unknown field {where}.observed.{key}"
+                               f"{suggest(str(key), OBSERVED)}; it holds {', '.join(OBSERVED)}")
+        if not _number(value, f"{where}.observed.{key}", whole=key != "days"):
+            raise CatalogError(f"{where}.observed.days=0 must be positive: counts are per day")
     raw_modes = data.get("modes")
     if not isinstance(raw_modes, dict) or not raw_modes:
         raise CatalogError(f"{where}.modes must be a non-empty mapping of cause -> fields")
