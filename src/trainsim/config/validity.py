@@ -119,8 +119,9 @@ def moe_dense_problem(given: Mapping[str, Any], filled: Mapping[str, Any]) -> st
     """Why a dense model cannot take the MoE-only parallel settings its run gave, or None:
     ``given`` maps the fields the run's own parallel section set to their values as the
     parallel config holds them; a field of ``MOE_ONLY_PARALLEL`` whose value is neither the
-    field's default nor what the framework profile fills for it (``filled``: a resolved config
-    states the profile's value for every run, dense ones too, and reads back) is refused, not
+    field's default, a switch turned off, nor what the framework profile fills for it
+    (``filled``: a resolved config states the profile's value for every run, dense ones too,
+    and reads back) is refused, not
     ignored, as the model's MoE fields are (``ModelConfig.MOE_ONLY_FIELDS``; robust55 found
     them dropped in silence)."""
     from trainsim.config.parallel import ParallelConfig
@@ -130,8 +131,9 @@ def moe_dense_problem(given: Mapping[str, Any], filled: Mapping[str, Any]) -> st
         if name not in given:
             continue
         value = _built(given[name])
-        if value == defaults[name] or (name in filled and value == _built(filled[name])):
-            continue
+        if value is False or value == defaults[name] or \
+                (name in filled and value == _built(filled[name])):
+            continue  # a switch left off asks nothing of a dense model (a row's options cell)
         shown = list(value) if isinstance(value, tuple) else value
         return (f"parallel.{name}={shown!r} is a mixture-of-experts setting but the model is "
                 "dense; set model.num_experts too, or leave it out")
