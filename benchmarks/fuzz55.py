@@ -545,12 +545,78 @@ def usercatalog_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator
     return cases
 
 
+# ------------------------------------------------------------------------------ service
+
+SERVICE_NUMBERS = {"plan": ["days", "price", "pue", "grid", "gpu_idle_fraction",
+                            "node_overhead", "nic_gbps"],
+                   "search": ["nic_gbps", "pareto_slowdown"], "goodput": ["days"]}
+"""The number options of each job kind (``service.requests._float``; the CLI's finite floats)."""
+NOT_NUMBERS = [True, False, "\uff12", "\u0662", "1_0", "nan", "inf", "", [2], {"a": 2}, "2x",
+               "0x2", "\u00b2"]
+"""Values no CLI flag reads as a number: a bool, other scripts' digits, a mistyped underscore,
+NaN / inf, a list, a mapping, text."""
+IN_RANGE = {"gpu_idle_fraction": 0.5, "pue": 1.5, "days": 1e6}
+"""A number within each option's CLI range (2 for the rest; a plan's deadline that is met)."""
+
+
+def numbers(option: str) -> list[Any]:
+    """One in-range number (``IN_RANGE``) in the forms the CLI reads (its flags' text: ASCII,
+    a sign, spaces, an exponent) and as JSON numbers."""
+    v = IN_RANGE.get(option, 2)
+    return [v, float(v), str(v), f" {v} ", f"{v:e}", f"+{v}"]
+
+
+BEYOND = {"days": [0, -1], "price": [-1, 1e7], "pue": [0.5, 11, 1000], "grid": [-1, 1e5],
+          "gpu_idle_fraction": [-0.1, 1.5], "node_overhead": [-1, 11, 100],
+          "nic_gbps": [0, -1], "pareto_slowdown": [0.5]}
+"""Numbers beyond each option's CLI range (trainsim plan / search / goodput --help)."""
+SERVICE_BASE = {"plan": {"model": "llama3-8b", "tokens": "1e9", "days": 1, "max_gpus": 16,
+                         "seq": 512, "global_batch": 16},
+                "search": {"model": "llama3-8b", "gpus": 8, "global_batch": 16, "seq": 512},
+                "goodput": {"tokens": "1e9", "trials": 5}}
+
+
+def _service(kind: str, option: str, value: Any, number: bool) -> str | None:
+    """What the service's check (``service.jobs.problem``) says of a job with ``option`` at
+    ``value``: refused in one line where ``value`` is no number, never refused by that
+    option where it is one (the CLI's rule for its flag)."""
+    from trainsim.service.jobs import problem
+    from trainsim.service.settings import Settings
+
+    options = {**SERVICE_BASE[kind], option: value}
+    got = problem(kind, BASES["dense"] if kind == "goodput" else {}, options,
+                  Settings(workers=0))
+    if got is not None and (not got[2].strip() or "\n" in got[2].strip()):
+        return f"a refusal of {len(got[2].splitlines())} lines"
+    if number:
+        if got is not None and got[1] == f"options.{option}":
+            return f"options.{option}={value!r} refused though the CLI reads it: {got[2][:80]}"
+        return None
+    if got is None:
+        return f"options.{option}={value!r} read as a number (the CLI refuses it)" \
+            if value not in BEYOND[option] else \
+            f"options.{option}={value!r} beyond the CLI flag's range, answered"
+    REFUSED[0] += 1
+    return None
+
+
+def service_cases() -> Callable[[], Iterator[Case]]:
+    def cases() -> Iterator[Case]:
+        for kind, options in SERVICE_NUMBERS.items():
+            for option in options:
+                for value in NOT_NUMBERS + numbers(option) + BEYOND[option]:
+                    number = value in numbers(option) and not isinstance(value, bool)
+                    yield f"{kind} options.{option}={value!r}", (
+                        lambda k=kind, o=option, v=value, n=number: _service(k, o, v, n))
+    return cases
+
+
 # ------------------------------------------------------------------------------ main
 
 def surfaces(workdir: str, rng: random.Random) -> dict[str, Callable[[], Iterator[Case]]]:
     return {"clash": clash_cases(rng), "cliopts": cliopts_cases(workdir, rng),
             "v2edges": v2edges_cases(workdir, rng),
-            "usercatalog": usercatalog_cases(workdir, rng)}
+            "usercatalog": usercatalog_cases(workdir, rng), "service": service_cases()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,7 @@ from typing import Any
 
 from trainsim.config import safe_load
 from trainsim.config._build import type_name
-from trainsim.config.cluster import MAX_PRICE_PER_HOUR
+from trainsim.config.cluster import MAX_PRICE_PER_HOUR, MAX_PUE
 from trainsim.errors import TrainsimError
 from trainsim.service.requests import (
     KINDS,
@@ -367,7 +367,7 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
     with said_warnings(say=False) as said, _as_options("search", given):  # said: in the result
         base = build_base(opts["model"], opts["gpu"], counts[0], _int(opts, "global_batch", 1),
                           _int(opts, "seq", 1), _int(opts, "gpus_per_node", 1),
-                          _float(opts, "nic_gbps"), opts["dtype"], tuple(opts["set"]))
+                          _float(opts, "nic_gbps", above=0), opts["dtype"], tuple(opts["set"]))
         space = _space(opts, base)
         ref = (parse_reference(_given_text(opts["reference"]), base, counts[0])
                if opts["reference"] else None)  # as text: 3 was an AttributeError
@@ -402,6 +402,7 @@ def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: 
           run: bool, progress: Progress, given: frozenset[str] = frozenset()) -> Output | None:
     from trainsim.config.training import check_run_tokens
     from trainsim.search.capacity import EnergyModel, plan
+    from trainsim.search.cli import MAX_GRID_G_PER_KWH, MAX_NODE_OVERHEAD
     from trainsim.search.cli_inputs import build_base, check_plan_sets, said_warnings
     from trainsim.search.whatif import parse_number
 
@@ -422,12 +423,17 @@ def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: 
     gb = (_int(opts, "global_batch", 1) if opts["global_batch"] else
           max(1, 2 ** round(math.log2(4 * 2**20 / seq))))
     gpn = _int(opts, "gpus_per_node", 1)
+    # each within the CLI flag's range (trainsim plan --pue 1..10, --grid 0..1e4, ...): the
+    # service took pue 1000 and 1e5 g/kWh (robust55)
+    pue = _float(opts, "pue", optional=True, least=1, most=MAX_PUE)
+    energy_opts = (_float(opts, "gpu_idle_fraction", least=0, most=1),
+                   _float(opts, "node_overhead", least=0, most=MAX_NODE_OVERHEAD), pue,
+                   _float(opts, "grid", least=0, most=MAX_GRID_G_PER_KWH))
     with said_warnings(say=False) as said, _as_options("plan", given):
-        check_plan_sets(tuple(opts["set"]), _float(opts, "pue", optional=True), price)
+        check_plan_sets(tuple(opts["set"]), pue, price)
         base = build_base(opts["model"], opts["gpu"], gpn, gb, seq, gpn,
-                          _float(opts, "nic_gbps"), opts["dtype"], tuple(opts["set"]))
-        energy = EnergyModel(_float(opts, "gpu_idle_fraction"), _float(opts, "node_overhead"),
-                             _float(opts, "pue", optional=True), _float(opts, "grid"))
+                          _float(opts, "nic_gbps", above=0), opts["dtype"], tuple(opts["set"]))
+        energy = EnergyModel(*energy_opts)
         space = _space(opts, base)
         check_run_tokens(base.training, n_tokens, "--tokens")  # as plan() refuses it
     if not run:

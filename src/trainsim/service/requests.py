@@ -226,11 +226,16 @@ def _float(opts: dict[str, Any], key: str, optional: bool = False, least: float 
            above: float | None = None, most: float | None = None) -> float | None:
     """Option ``key`` as a finite number within the CLI flag's range (None stays None if
     ``optional``), or a RequestError naming it."""
+    from trainsim.config import ascii_float
+
     v = opts[key]
     if v is None and optional:
         return None
-    try:
-        x = float(v)
+    try:  # as the CLI's flag reads its text (cli_guard.FiniteFloat): a bool is no number, and
+        # text holds ASCII digits only ('\uff11\uff12' and '1_0' were 12 and 10; robust55)
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise TypeError(v)
+        x = ascii_float(v)
     except (TypeError, ValueError):
         raise RequestError(f"options.{key}", f"options.{key}={v!r}: expected a number") from None
     bounds = [f">= {least:g}" for b in [least] if b is not None and not x >= b]
