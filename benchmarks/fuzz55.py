@@ -194,11 +194,13 @@ def clash_draw(rng: random.Random) -> tuple[str, dict[str, Any], dict[str, dict[
 def ignored_setting(rc, cfg: dict[str, Any], given: dict[str, dict[str, Any]]) -> str | None:
     """A MoE-only parallel setting or a Mamba setting given to a model that has none of those
     layers, and answered: the run built with it differs from the run built without it (a
-    framework profile's own value, which every resolved config states, builds the same), yet
-    nothing prices it on such a model: the setting was dropped in silence."""
+    framework profile's own value, which every resolved config states, builds the same; a
+    switch turned off asks for nothing), yet nothing prices it on such a model: the setting
+    was dropped in silence."""
     from trainsim.catalog import run_config_from_dict
 
-    moe = [k for k in given.get("parallel", {}) if k in MOE_PARALLEL]
+    moe = [k for k, v in given.get("parallel", {}).items()
+           if k in MOE_PARALLEL and v is not False]  # a switch left off asks for nothing
     if not rc.model.is_moe and moe:
         bare = copy.deepcopy(cfg)
         for key in moe:
