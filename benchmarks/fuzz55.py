@@ -297,6 +297,17 @@ def _cli(args: list[str], json_out: bool) -> str | None:
     return None
 
 
+def _unread_set(args: list[str]) -> str | None:
+    """A ``--set reliability.*`` (read by ``goodput`` alone) that another command answered:
+    the setting dropped in silence."""
+    from fuzz51 import _invoke
+
+    unread = [v for k, v in zip(args, args[1:]) if k == "--set" and v.startswith("reliability.")]
+    if args[0] == "goodput" or not unread or _invoke(args).exit_code != 0:
+        return None
+    return f"{args[0]}: --set {unread[0].split('=')[0]} answered (the command reads no reliability)"
+
+
 def _sets(rng: random.Random) -> list[str]:
     out: list[str] = []
     for _ in range(rng.choice([0, 0, 1, 2])):
@@ -378,7 +389,7 @@ def cliopts_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Cas
             args += _sets(rng)
             # a later option of the same name wins (click): the drawn one is last
             yield " ".join(args[:1] + args[2:]), (
-                lambda a=args, j=command != "export": _cli(a, j))
+                lambda a=args, j=command != "export": _unread_set(a) or _cli(a, j))
     return cases
 
 

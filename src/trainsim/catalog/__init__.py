@@ -6,6 +6,7 @@ Units are converted to SI once, in ``catalog.units`` (TFLOP/s -> FLOP/s, GB/s ->
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
@@ -233,8 +234,11 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
-    """Apply ``a.b=v`` overrides (``--set parallel.tp=4``) to a raw config mapping."""
+def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...],
+                    reliability: bool = False) -> dict[str, Any]:
+    """Apply ``a.b=v`` overrides (``--set parallel.tp=4``) to a raw config mapping. A
+    ``--set reliability.*`` is refused unless ``reliability`` (``trainsim goodput`` reads that
+    section; one iteration ignores it, so another command dropped it in silence, robust55)."""
     data = copy.deepcopy(data)  # not through JSON: a number keeps the text it was written as
     spelled: dict[str, tuple[str, Any]] = {}  # parallel field -> (spelling, value) set here
     for item in overrides:
@@ -247,6 +251,9 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]
         parts = key.strip().split(".")
         if len(parts) < 2:
             raise ConfigError(f"--set {item!r}: expected section.field=value (e.g. parallel.tp=4)")
+        if parts[0] == "reliability" and not reliability:
+            raise ConfigError(f"--set {key.strip()}: only trainsim goodput reads the "
+                              "reliability section; this command would ignore it")
         node_ = data
         for p in parts[:-1]:
             child = node_.get(p)
@@ -282,7 +289,7 @@ def check_option_sets(overrides: list[str] | tuple[str, ...],
     ``export`` / ``capture`` let the option win in silence over a run config file and the
     ``--set`` over a Hugging Face config.json, ``goodput`` its ``--gpus``, ``--failures``
     and ``--interval``; ``search`` and ``plan`` refuse it too (``OWN_OPTIONS``)."""
-    touched = apply_overrides({}, list(overrides))
+    touched = apply_overrides({}, list(overrides), reliability=True)
     for path, (option, value) in options.items():
         *sections, field = path.split(".")
         node: Any = touched
@@ -531,23 +538,17 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
 
 def _dense_moe_settings(cfg: RunConfig, parallel_raw: dict[str, Any],
                         training_raw: dict[str, Any], gpu_name: Any) -> None:
-    """Refuse the MoE-only parallel settings a dense model's run gave (``parallel_raw``, its
-    own section before the framework filled it), unless a value is the one the framework
-    profile fills anyway (``config.validity.moe_dense_problem``)."""
+    """Refuse the MoE-only parallel settings of a dense model's own section (before the
+    framework filled it) but the profile's values (``config.validity.moe_dense_problem``)."""
     from trainsim.config.validity import MOE_ONLY_PARALLEL, moe_dense_problem
 
-    given = [k for k in MOE_ONLY_PARALLEL if k in parallel_raw]
-    if not given:
-        return
+    given = {k: getattr(cfg.parallel, k) for k in MOE_ONLY_PARALLEL if k in parallel_raw}
     filled: dict[str, Any] = {}
-    try:
-        with warnings.catch_warnings():
+    if given:
+        with contextlib.suppress(ConfigError), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             apply_framework(filled, copy.deepcopy(training_raw), gpu_name)
-    except ConfigError:
-        filled = {}
-    problem = moe_dense_problem({k: getattr(cfg.parallel, k) for k in given}, filled)
-    if problem:
+    if given and (problem := moe_dense_problem(given, filled)):
         raise ConfigError(problem)
 
 

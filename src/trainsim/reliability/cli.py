@@ -71,7 +71,7 @@ def load_goodput_config(path: str, overrides: tuple[str, ...] = (), gpus: int | 
         "reliability.failures": (f"{failures_name} {failures}", failures or None),
         "reliability.checkpoint.interval_s": (f"{prefix}interval ({interval_s:g} s)"
                                               if interval_s else "", interval_s)})
-    raw = apply_overrides(read_config_file(path), list(overrides))
+    raw = apply_overrides(read_config_file(path), list(overrides), reliability=True)
     rel_raw = raw.pop("reliability", None) or {}
     if not isinstance(rel_raw, dict):
         raise ConfigError("reliability must be a mapping of fields")
