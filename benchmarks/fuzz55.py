@@ -35,6 +35,7 @@ from __future__ import annotations
 import copy
 import csv
 import dataclasses
+import itertools
 import json
 import math
 import os
@@ -302,7 +303,8 @@ def _unread_set(args: list[str]) -> str | None:
     the setting dropped in silence."""
     from fuzz51 import _invoke
 
-    unread = [v for k, v in zip(args, args[1:]) if k == "--set" and v.startswith("reliability.")]
+    unread = [v for k, v in itertools.pairwise(args)
+              if k == "--set" and v.startswith("reliability.")]
     if args[0] == "goodput" or not unread or _invoke(args).exit_code != 0:
         return None
     return f"{args[0]}: --set {unread[0].split('=')[0]} answered (the command reads no reliability)"
