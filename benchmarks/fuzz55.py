@@ -429,7 +429,7 @@ def v2edges_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Cas
                  and int(r["num_gpus"]) <= 64]
         pairs = [tuple(rng.sample(small, 2)) for _ in range(6)]
         edit = [c for c in columns if c not in SKIPPED_COLUMNS]
-        for _ in range(900):
+        for _ in range(300):
             i, j = rng.choice(pairs)
             column = rng.choice(edit)
             cell = rng.choice(EDGES)

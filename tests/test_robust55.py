@@ -250,3 +250,26 @@ def test_a_set_of_the_reliability_section_is_refused_where_nothing_reads_it(args
     ok = CliRunner().invoke(main, ["goodput", str(run), "--tokens", "1e9", "--trials", "5",
                                    "--set", "reliability.checkpoint.mode=blocking"])
     assert ok.exit_code == 0, ok.output
+
+
+@pytest.mark.parametrize("command", [
+    ["search", "llama3-8b", "--gpus", "8", "--global-batch", "16", "--seq", "512"],
+    ["plan", "llama3-8b", "--tokens", "1e9", "--days", "1", "--max-gpus", "8"]])
+@pytest.mark.parametrize("sets", [["training.framework={}"], ["training.framework=[]"],
+                                  ["training.framework=megatron-lm",
+                                   "training.framework_version={}"]])
+def test_a_framework_set_as_a_mapping_or_list_is_refused_in_one_line(command, sets):
+    """fuzz55 cliopts: ``search --set training.framework_version={}`` was "internal error:
+    TypeError: unhashable type: 'dict'" (the search read the framework's profile with a
+    cached lookup before the config check); one line now, as simulate says it."""
+    from click.testing import CliRunner
+
+    from trainsim.cli import main
+
+    args = [*command, "--workers", "1"]
+    for s in sets:
+        args += ["--set", s]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2 and not isinstance(r.exception, TypeError), r.output
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "framework" in lines[0] and "internal error" not in lines[0]

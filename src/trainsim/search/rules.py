@@ -15,12 +15,19 @@ from trainsim.config.validity import dispatcher_fits, kv_heads_fit, zero_stages
 from trainsim.errors import ConfigError
 
 
-@functools.cache
-def profile_value(framework: str | None, version: str | None, key: str) -> object:
+def profile_value(framework: object, version: object, key: str) -> object:
     """The profile's default or feature ``key`` (None without a framework; a list as a tuple),
-    read once per search: what ``search.space.Base`` takes where no ``--set`` fixes it."""
+    read once per search: what ``search.space.Base`` takes where no ``--set`` fixes it. The
+    names read as the config loader reads them (``catalog.defaults.apply_framework``): as
+    text; a mapping or a list from ``--set`` was an "unhashable type" here (robust55)."""
     if not framework:
         return None
+    given = version is not None and str(version).strip()
+    return _profile_value(str(framework), str(version) if given else None, key)
+
+
+@functools.cache
+def _profile_value(framework: str, version: str | None, key: str) -> object:
     profile = framework_profile(framework, version)
     value = profile.defaults.get(key, profile.features.get(key))
     return tuple(value) if isinstance(value, list) else value
