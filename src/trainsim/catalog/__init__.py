@@ -538,17 +538,17 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
 
 def _dense_moe_settings(cfg: RunConfig, parallel_raw: dict[str, Any],
                         training_raw: dict[str, Any], gpu_name: Any) -> None:
-    """Refuse the MoE-only parallel settings of a dense model's own section (before the
-    framework filled it) but the profile's values (``config.validity.moe_dense_problem``)."""
+    """Refuse a dense model's own MoE-only parallel settings (``validity.moe_dense_problem``)."""
     from trainsim.config.validity import MOE_ONLY_PARALLEL, moe_dense_problem
 
     given = {k: getattr(cfg.parallel, k) for k in MOE_ONLY_PARALLEL if k in parallel_raw}
+    if not given or not moe_dense_problem(given, {}):
+        return  # (a row writes its switches off for every run: the profile read only here)
     filled: dict[str, Any] = {}
-    if given:
-        with contextlib.suppress(ConfigError), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            apply_framework(filled, copy.deepcopy(training_raw), gpu_name)
-    if given and (problem := moe_dense_problem(given, filled)):
+    with contextlib.suppress(ConfigError), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        apply_framework(filled, copy.deepcopy(training_raw), gpu_name)
+    if problem := moe_dense_problem(given, filled):
         raise ConfigError(problem)
 
 
