@@ -503,7 +503,8 @@ def test_exchange_sm_counts_are_checked(parallel, needle):
     GPU has (H100 SXM: 132)."""
     msg = config_error(base(parallel=parallel))
     assert needle in msg and "\n" not in msg
-    assert run_config_from_dict(base(parallel={"moe_deepep_num_sms": 132})).parallel \
+    moe = {"preset": "llama3-8b", "num_experts": 8}  # a MoE setting (robust55: dense refuses)
+    assert run_config_from_dict(base(model=moe, parallel={"moe_deepep_num_sms": 132})).parallel \
         .moe_deepep_num_sms == 132
 
 
