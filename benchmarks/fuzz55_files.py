@@ -13,32 +13,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import fuzz_checks
 import yaml
-from fuzz_checks import BASES, REFUSED
+from fuzz54 import _cli
+from fuzz_checks import BASES, REFUSED, Case
 
-Case = tuple[str, Callable[[], str | None]]
 CATALOG = Path(__file__).resolve().parent.parent / "src" / "trainsim" / "catalog"
-
-
-def _cli(args: list[str], json_out: bool) -> str | None:
-    from fuzz51 import _errors, _invoke
-
-    r = _invoke(args)
-    if r.exit_code != 0:
-        lines = _errors(r)
-        if len(lines) != 1 or "Traceback" in r.output:
-            return f"exit {r.exit_code} with {len(lines)} error lines"
-        REFUSED[0] += 1
-        return None
-    if json_out:
-        try:
-            got = json.loads(r.stdout)
-        except ValueError:
-            return "stdout is not JSON"
-        if not fuzz_checks.finite(got):
-            return "a non-finite figure in the JSON"
-    return None
 
 
 # ------------------------------------------------------------------------------ usercatalog
