@@ -8,7 +8,7 @@ tables, 8 to 1,024 A100 80GB over RoCE, a check file.
 InternLM/InternEvo doc/en/train_performance.md @ 34fc28d (2024-01-25; every figure as set in the
 repository's first commit fa7337b, 2023-07-06, and c18bec9, 2023-07-08, #40, which changed only
 the TFLOPS row of the summary table). Hardware (the doc's table): nvidia_a100-sxm4-80gb, 4 x 100
-Gb RoCE between machines (8 GPUs a machine: 50 Gb/s a GPU). TGS = tokens per GPU per second,
+Gb RoCE between machines (8 GPUs a machine: 2 GPUs a NIC, 50 Gb/s a GPU). TGS = tokens per GPU per second,
 train.py @ c18bec9 `num_tokens_in_batch / time / world size` for the step; so iteration = the
 step's tokens / (TGS x GPUs) = micro_bsz x micro_num x dp x 2048 / (TGS x GPUs). The code that
 ran is the repository's at c18bec9 (configs/7B_sft.py, internlm/): nothing in trainsim was
@@ -27,7 +27,8 @@ REPO_DIR = "InternLM+InternEvo"
 COMMIT = "34fc28d"
 CODE = "c18bec9"
 DOC = "doc/en/train_performance.md"
-HEADER = mirror_rows.v2_header(distributed_optimizer=["dp_replicate"])
+HEADER = mirror_rows.v2_header(distributed_optimizer=["dp_replicate"],
+                               nic_gbps_per_gpu=["gpus_per_nic"])
 SEQ = 2048
 GPUS = (8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -75,7 +76,7 @@ SETTINGS = (
     "(broadcast_params(overlap=False)); zero1=-1: one group of every data-parallel rank "
     "(dp_replicate 1), zero1=k: groups of k (dp_replicate dp/k); options dp_overlap (the gradient "
     "reduce is overlapped; the parameter broadcast is not: the internevo profile has no gather "
-    "to overlap); 4 x 100 Gb RoCE a machine read as 50 Gb/s a GPU; framework InternEvo (then "
+    "to overlap); 4 x 100 Gb RoCE a machine: 2 GPUs a NIC (gpus_per_nic), 50 Gb/s a GPU; framework InternEvo (then "
     "InternLM's train.py): catalog/frameworks/internevo.yaml")
 
 
@@ -88,7 +89,7 @@ def _row(rid: str, table: str, gpus: int, tp: int, zero1: int, mbs: int, num: in
     row.update(
         id=rid, source=SOURCE.format(table=table), model="internlm-7b",
         seq_length=str(SEQ), gpu="a100-sxm-80gb", num_gpus=str(gpus), gpus_per_node="8",
-        nic_gbps_per_gpu="50", tp=str(tp), pp="1", cp="1", vpp="1",
+        nic_gbps_per_gpu="50", gpus_per_nic="2", tp=str(tp), pp="1", cp="1", vpp="1",
         sequence_parallel="0", recompute="full" if ckpt else "none",
         zero_stage="1", dp_replicate=str(dp // group), global_batch_size=str(gbs),
         micro_batch_size=str(mbs), dtype="bf16", grad_reduce_dtype="bf16", options="dp_overlap",

@@ -106,7 +106,8 @@ def specs(kind: str) -> list[dict[str, Any]]:
         elif kind == "nodes":
             n = node(name)
             rows.append({"name": name, "gpu": n.get("gpu"), "gpus_per_node": n.get("gpus_per_node"),
-                         "nic_gbit_s_per_gpu": n.get("nic_gbit_s_per_gpu")})
+                         "nic_gbit_s_per_gpu": n.get("nic_gbit_s_per_gpu"),
+                         "gpus_per_nic": n.get("gpus_per_nic", 1)})
         else:
             m = model(name)
             rows.append({"name": name, "layers": m.num_layers, "hidden_size": m.hidden_size,
@@ -393,6 +394,8 @@ def _cluster_section(raw: Any) -> ClusterConfig:
         fields.update(node=n["name"], gpu=n["gpu"], gpus_per_node=n["gpus_per_node"])
         if not {"nic_bw_Bps", "nic_gbit_s_per_gpu", "nic_gbps_per_gpu"} & set(raw):
             fields["nic_gbit_s_per_gpu"] = n["nic_gbit_s_per_gpu"]
+        if n.get("gpus_per_nic") is not None:  # 4 NICs for 8 GPUs (DGX-1); the user's wins
+            fields["gpus_per_nic"] = n["gpus_per_nic"]
     fields.update(raw)
     topology = str(raw.get("topology", "")).strip().lower().replace("_", "-")
     if TOPOLOGY_ALIASES.get(topology, topology) == "nvl72" and "gpus_per_node" not in raw:

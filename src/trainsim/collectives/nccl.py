@@ -261,6 +261,20 @@ class Fabric:
     compute_capability: int | None = None
     """The GPUs' CUDA compute capability (major*10+minor), which sets NCCL's LL ceiling inside
     one node (``ll_max_busbw_Bps``); None (no NVIDIA GPU): no ceiling."""
+    nics_per_node: int | None = None
+    """NICs a node has where fewer than its GPUs (``ClusterConfig.gpus_per_nic`` > 1): NCCL lays
+    one ring per NIC, so a group whose ``per_node`` ranks reach that many NICs at most runs
+    ``CHAIN_CHANNELS_PER_NIC`` channels a NIC, not a GPU (``group_nics``); None: one NIC a GPU.
+    ``inter.bw_Bps`` is each GPU's share of its NIC either way."""
+
+
+def group_nics(span: GroupSpan, f: Fabric) -> int:
+    """NICs a node's ranks of ``span`` reach: one a rank, at most the node's NICs. A group
+    spaced over a node (Megatron's data-parallel groups under TP) reaches as many NICs as it
+    has ranks there, up to the node's; read so for a contiguous group too (the span keeps no
+    stride)."""
+    k = max(span.per_node, 1)
+    return k if f.nics_per_node is None else max(1, min(k, f.nics_per_node))
 
 
 @dataclass(frozen=True)
@@ -387,7 +401,8 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
         fill = 0.0
         if kind in ("broadcast", "reduce"):  # a chain from (to) the root: it fills
             forwarding = inter_steps + (steps - inter_steps if proto == "Simple" else 0)
-            fill = scale_terms.chain_fill_s(size, proto, eff, forwarding, k, bw)
+            nics = group_nics(span, f) if nodes > 1 else k  # one node: NVLink's rings
+            fill = scale_terms.chain_fill_s(size, proto, eff, forwarding, nics, bw)
         return lat * 1e-6 + factor * size / bw + fill
     if algo == "pat" and proto != "Simple":
         return math.inf  # NCCL runs PAT with the Simple protocol only (tuning.cc, NCCL 2.23)

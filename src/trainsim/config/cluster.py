@@ -307,6 +307,13 @@ class ClusterConfig:
     the CPU directly (NVLink-C2C: GB200, the catalog's one GPU with ``host_link_gbyte_s``); a
     GPU behind a PCIe switch (DGX/HGX H100, AWS p5 with its 4 EFA NICs a GPU) counts one NIC
     whatever this says."""
+    gpus_per_nic: int = 1
+    """GPUs behind one NIC (a divisor of ``gpus_per_node``): 2 on a node of 8 GPUs and 4 NICs
+    (DGX-1, DGX A100 built with 4 HDR ports, InternEvo's 4 x 100 Gb RoCE machines). The NIC's
+    rate is shared by its GPUs, so ``nic_bw_Bps`` stays each GPU's share of it (the NIC's rate
+    over ``gpus_per_nic``); what changes is NCCL's plan: one searched ring per NIC, so half the
+    channels a node cross the network (``collectives.scale_terms.CHAIN_CHANNELS_PER_NIC``), and
+    the flow backend's GPUs share one NIC link of ``gpus_per_nic x nic_bw_Bps``."""
     intra_node_bw_Bps: float | None = None
     """NVLink bandwidth per GPU, one direction; None = the GPU's catalog value."""
     network_backend: Literal["analytical", "flow"] = "analytical"
@@ -365,7 +372,7 @@ class ClusterConfig:
                               "remove it")
         require_positive("cluster", num_gpus=self.num_gpus, gpus_per_node=self.gpus_per_node,
                          nic_bw_Bps=self.nic_bw_Bps, intra_node_bw_Bps=self.intra_node_bw_Bps,
-                         nics_per_gpu=self.nics_per_gpu)
+                         nics_per_gpu=self.nics_per_gpu, gpus_per_nic=self.gpus_per_nic)
         require_nonnegative("cluster", price_per_gpu_hour=self.price_per_gpu_hour)
         require_rate("cluster", nic_bw_Bps=self.nic_bw_Bps, intra_node_bw_Bps=self.intra_node_bw_Bps)
         if self.nics_per_gpu > MAX_NICS_PER_GPU:
@@ -396,6 +403,7 @@ class ClusterConfig:
                               f"auto, {', '.join(PROTOCOLS)}")
         object.__setattr__(self, "nccl_proto", spelled)
         self._check_topology()
+        self._check_gpus_per_nic()
         fabric = str(self.fabric).strip().lower()
         if fabric not in FABRICS:
             raise ConfigError(f"cluster.fabric={self.fabric!r} is unknown{suggest(fabric, FABRICS)}"
@@ -418,6 +426,27 @@ class ClusterConfig:
                 f"cluster.num_gpus={self.num_gpus} is not a multiple of "
                 f"cluster.gpus_per_node={self.gpus_per_node}; use whole nodes, or state the "
                 "GPUs in each NVLink domain (cluster.domain_gpus, e.g. a last partial one)")
+
+    def _check_gpus_per_nic(self) -> None:
+        g = self.gpus_per_nic
+        if g == 1:
+            return
+        if self.nics_per_gpu > 1:
+            raise ConfigError(f"cluster.gpus_per_nic={g} and cluster.nics_per_gpu="
+                              f"{self.nics_per_gpu} contradict each other: a GPU has several "
+                              "NICs or shares one; set one of them")
+        if self.gpus_per_node % g:
+            raise ConfigError(f"cluster.gpus_per_nic={g} does not divide cluster.gpus_per_node="
+                              f"{self.gpus_per_node}: a node's GPUs share its NICs evenly")
+        if self.topology in ("nvl72", "torus"):
+            raise ConfigError(f"cluster.gpus_per_nic={g} is priced on a switched topology "
+                              "(rail-optimized, spine-leaf); topology "
+                              f"{self.topology} gives every GPU its own NIC or link")
+
+    @property
+    def nics_per_node(self) -> int:
+        """NICs of one node (NVLink domain): ``gpus_per_node / gpus_per_nic``."""
+        return max(1, self.gpus_per_node // self.gpus_per_nic)
 
     def _check_domain_gpus(self) -> None:
         shares, n = self.domain_gpus, self.gpus_per_node

@@ -137,8 +137,9 @@ def _nvlink(gen: int, bw_Bps: float | None) -> float:
 
 def _server(b: _Builder, host: int, gpus: int, scale_up: str, nvlink_bw_Bps: float,
             pcie_bw_Bps: float, nic_bw_Bps: float | None, nvlink_latency_s: float,
-            pcie_latency_s: float, gpus_per_switch: int = 2) -> list[int]:
-    """One server's GPUs (NVSwitch or PCIe tree) and one NIC per GPU; returns the NICs."""
+            pcie_latency_s: float, gpus_per_switch: int = 2, gpus_per_nic: int = 1) -> list[int]:
+    """One server's GPUs (NVSwitch or PCIe tree) and one NIC per ``gpus_per_nic`` GPUs (GPU i
+    on NIC i // gpus_per_nic, each GPU on its own PCIe link to it); returns the NICs."""
     g = [b.node(f"n{host}.gpu{i}", "gpu", host) for i in range(gpus)]
     nics = []
     if scale_up == "nvswitch":
@@ -147,7 +148,8 @@ def _server(b: _Builder, host: int, gpus: int, scale_up: str, nvlink_bw_Bps: flo
             b.duplex(x, sw, nvlink_bw_Bps, nvlink_latency_s)
         for i, x in enumerate(g):
             if nic_bw_Bps:
-                nics.append(b.node(f"n{host}.nic{i}", "nic", host))
+                if i % gpus_per_nic == 0:
+                    nics.append(b.node(f"n{host}.nic{i // gpus_per_nic}", "nic", host))
                 b.duplex(x, nics[-1], pcie_bw_Bps, pcie_latency_s)
     elif scale_up == "pcie":
         root = b.node(f"n{host}.root", "switch", host)
@@ -162,6 +164,15 @@ def _server(b: _Builder, host: int, gpus: int, scale_up: str, nvlink_bw_Bps: flo
     else:
         raise ConfigError(f"scale_up={scale_up!r} unknown; use nvswitch or pcie")
     return nics
+
+
+def _check_nic_share(gpus_per_node: int, gpus_per_nic: int, scale_up: str) -> None:
+    if gpus_per_nic < 1 or gpus_per_node % gpus_per_nic:
+        raise ConfigError(f"gpus_per_nic={gpus_per_nic} must be >= 1 and divide "
+                          f"gpus_per_node={gpus_per_node}")
+    if gpus_per_nic > 1 and scale_up != "nvswitch":
+        raise ConfigError("gpus_per_nic > 1 is built on an NVSwitch node; a PCIe node has a NIC "
+                          "a GPU on its switches")
 
 
 def nvswitch_node(gpus: int = 8, nvlink_gen: int = 4, nvlink_bw_Bps: float | None = None,
@@ -247,16 +258,19 @@ def rail_fat_tree(nodes: int = 4, gpus_per_node: int = 8, nic_bw_Bps: float = 50
                   nodes_per_pod: int | None = None, cores: int | None = None,
                   core_oversubscription: float = 1.0, nvlink_latency_s: float = 0.5e-6,
                   pcie_latency_s: float = 0.5e-6, link_latency_s: float = 0.6e-6,
-                  name: str = "rail-fat-tree") -> Topology:
-    """Rail-optimized fat-tree: ``nodes`` servers of ``gpus_per_node`` GPUs, one NIC per GPU,
-    NIC ``i`` on the rail-``i`` leaf of its group of ``nodes_per_leaf`` servers."""
+                  name: str = "rail-fat-tree", gpus_per_nic: int = 1) -> Topology:
+    """Rail-optimized fat-tree: ``nodes`` servers of ``gpus_per_node`` GPUs, one NIC per
+    ``gpus_per_nic`` GPUs (``nic_bw_Bps`` each GPU's share: a NIC carries ``gpus_per_nic``
+    times it), NIC ``i`` on the rail-``i`` leaf of its group of ``nodes_per_leaf`` servers."""
     if nodes < 1 or gpus_per_node < 1:
         raise ConfigError(f"nodes={nodes} and gpus_per_node={gpus_per_node} must be >= 1")
+    _check_nic_share(gpus_per_node, gpus_per_nic, scale_up)
     b = _Builder()
     nvl = _nvlink(nvlink_gen, nvlink_bw_Bps) if scale_up == "nvswitch" else 0.0
     nics = [_server(b, h, gpus_per_node, scale_up, nvl, pcie_bw_Bps, nic_bw_Bps,
-                    nvlink_latency_s, pcie_latency_s) for h in range(nodes)]
-    _fabric(b, nics, nic_bw_Bps, True, nodes_per_leaf, spines, oversubscription, planes, tiers,
+                    nvlink_latency_s, pcie_latency_s, gpus_per_nic=gpus_per_nic)
+            for h in range(nodes)]
+    _fabric(b, nics, nic_bw_Bps * gpus_per_nic, True, nodes_per_leaf, spines, oversubscription, planes, tiers,
             nodes_per_pod, cores, core_oversubscription, link_latency_s)
     return b.build(name, gpus_per_node)
 
@@ -265,12 +279,15 @@ def spine_leaf(nodes: int = 4, gpus_per_node: int = 8, nic_bw_Bps: float = 50e9,
                nvlink_gen: int = 4, nvlink_bw_Bps: float | None = None,
                pcie_bw_Bps: float = 64e9, nodes_per_leaf: int = 4, spines: int | None = None,
                oversubscription: float = 1.0, link_latency_s: float = 0.6e-6,
-               name: str = "spine-leaf") -> Topology:
-    """Classic 2-tier Clos with top-of-rack leaves: all NICs of a server on one leaf."""
+               name: str = "spine-leaf", gpus_per_nic: int = 1) -> Topology:
+    """Classic 2-tier Clos with top-of-rack leaves: all NICs of a server on one leaf (one NIC
+    per ``gpus_per_nic`` GPUs, as in :func:`rail_fat_tree`)."""
+    _check_nic_share(gpus_per_node, gpus_per_nic, "nvswitch")
     b = _Builder()
     nics = [_server(b, h, gpus_per_node, "nvswitch", _nvlink(nvlink_gen, nvlink_bw_Bps),
-                    pcie_bw_Bps, nic_bw_Bps, 0.5e-6, 0.5e-6) for h in range(nodes)]
-    _fabric(b, nics, nic_bw_Bps, False, nodes_per_leaf, spines, oversubscription, "shared", 2,
+                    pcie_bw_Bps, nic_bw_Bps, 0.5e-6, 0.5e-6, gpus_per_nic=gpus_per_nic)
+            for h in range(nodes)]
+    _fabric(b, nics, nic_bw_Bps * gpus_per_nic, False, nodes_per_leaf, spines, oversubscription, "shared", 2,
             None, None, 1.0, link_latency_s)
     return b.build(name, gpus_per_node)
 
@@ -541,9 +558,12 @@ def from_cluster(cluster: ClusterConfig, nodes_per_leaf: int | None = None,
     name = f"{cluster.node}-{cluster.topology}"
     fabric = {"nic_bw_Bps": nic, "nvlink_bw_Bps": nvl,
               "oversubscription": cluster.oversubscription}
+    shared = {"gpus_per_nic": math.gcd(gpn, cluster.gpus_per_nic)} if cluster.gpus_per_nic > 1 \
+        else {}
     if cluster.topology == "spine-leaf":
         builder, args = "spine_leaf", dict(nodes=cluster.num_nodes, gpus_per_node=gpn,
-                                           nodes_per_leaf=per_leaf, name=name, **fabric)
+                                           nodes_per_leaf=per_leaf, name=name, **fabric,
+                                           **shared)
     elif cluster.topology == "nvl72":
         per_tray = 4 if gpn % 4 == 0 else 1
         builder, args = "nvl_domain", dict(domains=cluster.num_nodes, gpus_per_domain=gpn,
@@ -560,7 +580,8 @@ def from_cluster(cluster: ClusterConfig, nodes_per_leaf: int | None = None,
     else:
         builder, args = "rail_fat_tree", dict(nodes=cluster.num_nodes, gpus_per_node=gpn,
                                               nodes_per_leaf=per_leaf,
-                                              name=f"{cluster.node}-fat-tree", **fabric)
+                                              name=f"{cluster.node}-fat-tree", **fabric,
+                                              **shared)
     # the topology files' argument check (robust50), named by the cluster's fields; the size
     # is the callers' (limits.check_flow_fabric on fabric_size), as this builds what it counts
     _check_kinds(builder, args, {k: (f"cluster {w} (as {k})", args[k]) for k, w in _FIELDS.items()

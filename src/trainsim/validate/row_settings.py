@@ -128,6 +128,10 @@ COLUMN_FIELDS = {
     # tensor parallelism inside each expert (Megatron-core --expert-tensor-parallel-size, NeMo 2
     # perf scripts -et / etp_size): an optional column beyond format v2, empty or absent = 1
     "etp": ("parallel", "expert_tensor_parallel_size"),
+    # GPUs behind one NIC where the source's machines have fewer NICs than GPUs (InternEvo's
+    # 4 x 100 Gb RoCE for 8 A100, DGX-1's 4 EDR ports): an optional column beyond format v2,
+    # empty or absent = 1 (a NIC a GPU); nic_gbps_per_gpu stays each GPU's share of its NIC
+    "gpus_per_nic": ("cluster", "gpus_per_nic"),
 }
 
 
@@ -135,7 +139,8 @@ COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "gl
                  "micro_batch_size", "local_batch_size", "seq_length", "num_layers",
                  "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
                  "vocab_size", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
-                 "recompute_num_layers", "ddp_bucket_size", "dp_replicate", "dp", "etp")
+                 "recompute_num_layers", "ddp_bucket_size", "dp_replicate", "dp", "etp",
+                 "gpus_per_nic")
 """Columns holding a count or a size (whole numbers >= 1; empty where a column may be). ``dp``
 (beyond format v2: the README derives it as num_gpus / (tp*pp*cp)) is a check where a table
 states it: a row whose dp contradicts its other sizes fails, and an empty tp or pp is tuned
