@@ -28,21 +28,21 @@ def test_step_sizes_are_nccl_buffers_over_eight_steps():
 
 
 def test_no_fill_without_two_forwarding_hops():
-    assert chain_fill_s(1e9, "LL128", 120 / 128, 0, 8, 1e11) == 0.0
-    assert chain_fill_s(1e9, "Simple", 1.0, 1, 8, 1e11) == 0.0
+    assert chain_fill_s(1e9, "LL128", 120 / 128, 0, 16, 1e11) == 0.0
+    assert chain_fill_s(1e9, "Simple", 1.0, 1, 16, 1e11) == 0.0
 
 
 def test_a_small_message_is_stored_and_forwarded_whole():
     """Below one step a channel, every forwarding hop after the first costs the whole message."""
     size, bw = 100 * KiB, 50e9
-    assert chain_fill_s(size, "LL128", 120 / 128, 5, 8, bw) == pytest.approx(4 * size / bw)
+    assert chain_fill_s(size, "LL128", 120 / 128, 5, 16, bw) == pytest.approx(4 * size / bw)
 
 
 def test_a_large_message_pays_one_step_a_channel_per_hop():
     """16 channels (2 a NIC, 8 GPUs) of 600 KiB x 120/128 payload: 9.0 MiB a hop at the rate."""
     bw = 45e9
     step_all = 600 * KiB * 120 / 128 * 16
-    assert chain_fill_s(1e9, "LL128", 120 / 128, 129, 8, bw) == pytest.approx(128 * step_all / bw)
+    assert chain_fill_s(1e9, "LL128", 120 / 128, 129, 16, bw) == pytest.approx(128 * step_all / bw)
 
 
 def _fill(kind, size, span, f, proto, monkeypatch):

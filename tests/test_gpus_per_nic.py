@@ -5,7 +5,7 @@ backend's shared NIC link.
 No published nccl-tests run on nodes with fewer NICs than GPUs was found to test against; the
 channel count is NCCL's code (src/graph/search.cc v2.14.3-1 L452-476, L730, L770-783: one ring
 a NIC at the first speed under its rate; src/graph/connect.cc L294-299: each ring run twice),
-stated as such in ``scale_terms.CHAIN_CHANNELS_PER_NIC``."""
+stated as such in ``collectives.ring_channels``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from trainsim.catalog import gpu, run_config_from_dict
 from trainsim.collectives import Fabric, GroupSpan, LinkTier, collective_cost, scale_terms
 from trainsim.collectives.nccl import group_nics
+from trainsim.collectives.ring_channels import ring_channels
 from trainsim.config import ClusterConfig
 from trainsim.errors import ConfigError
 from trainsim.network.analytical import AnalyticalNetwork
@@ -83,8 +84,10 @@ def test_the_row_column_reaches_the_cluster():
 
 
 def _fabric(nics_per_node: int | None) -> Fabric:
+    """8 A100 a node at 50 Gb/s a GPU: 8 NICs of 50 Gb/s (None) or ``nics_per_node`` shared."""
     return Fabric(LinkTier(300e9, 0.80, "nvlink"), LinkTier(6.25e9, 0.96, "net"),
-                  compute_capability=80, nics_per_node=nics_per_node)
+                  compute_capability=80, nics_per_node=nics_per_node,
+                  gpus_per_nic=8 // (nics_per_node or 8))
 
 
 def test_nics_a_group_reaches():
@@ -95,6 +98,24 @@ def test_nics_a_group_reaches():
     assert group_nics(GroupSpan(512, 4), four) == 4
     assert group_nics(GroupSpan(128, 1), four) == 1
     assert group_nics(GroupSpan(1024, 8), _fabric(None)) == 8
+
+
+@pytest.mark.parametrize("nics, gbit, cc, channels", [
+    (8, 200, 80, 16),  # DGX A100, 8 HDR: 24 GB/s rings, not duplicated, run twice
+    (4, 100, 80, 8),   # InternEvo: 4 x 100 Gb RoCE, 12 GB/s rings
+    (4, 200, 80, 8),   # A100 with 4 HDR NICs (nccl-tests #112's nodes, 4 x 200 Gb RoCE)
+    (8, 400, 90, 16),  # DGX H100: 48 GB/s rings, not duplicated (>4 rings under 50 GB/s)
+    (4, 400, 90, 16),  # H100 with 4 NDR NICs: 4 rings duplicated at 48 GB/s, run twice
+    (1, 400, 90, 4),   # one NIC, Hopper: 48 -> 2 rings of 24, run twice, no more doubling
+    (1, 200, 80, 2),   # one HDR NIC (NVIDIA/nccl #412's A800 nodes): one ring, run twice
+])
+def test_ring_channels_as_nccl_lays_them(nics, gbit, cc, channels):
+    """NCCL's ring channels a node across nodes (search.cc, connect.cc; module docstring)."""
+    assert ring_channels(nics, gbit * 1e9 / 8, cc) == channels
+
+
+def test_ring_channels_never_exceed_maxchannels():
+    assert ring_channels(64, 50e9, 90) == 32 and ring_channels(64, 12.5e9, 80) == 32
 
 
 def _fill(span: GroupSpan, f: Fabric, proto: str, monkeypatch) -> float:

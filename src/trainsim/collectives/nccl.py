@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 
 from trainsim.collectives import scale_terms
+from trainsim.collectives.ring_channels import ring_channels
 from trainsim.collectives.scale_terms import nvls_fill_bytes
 from trainsim.config.cluster import ALGORITHMS, PROTOCOLS  # the names a config may force
 from trainsim.errors import ConfigError
@@ -263,9 +264,11 @@ class Fabric:
     one node (``ll_max_busbw_Bps``); None (no NVIDIA GPU): no ceiling."""
     nics_per_node: int | None = None
     """NICs a node has where fewer than its GPUs (``ClusterConfig.gpus_per_nic`` > 1): NCCL lays
-    one ring per NIC, so a group whose ``per_node`` ranks reach that many NICs at most runs
-    ``CHAIN_CHANNELS_PER_NIC`` channels a NIC, not a GPU (``group_nics``); None: one NIC a GPU.
+    one ring per NIC (``collectives.ring_channels``), so a group whose ``per_node`` ranks reach
+    that many NICs at most (``group_nics``) runs the channels of that many; None: one NIC a GPU.
     ``inter.bw_Bps`` is each GPU's share of its NIC either way."""
+    gpus_per_nic: int = 1
+    """GPUs sharing one NIC: a NIC's rate is ``inter.bw_Bps`` times it (NCCL's ring speed)."""
 
 
 def group_nics(span: GroupSpan, f: Fabric) -> int:
@@ -401,8 +404,11 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
         fill = 0.0
         if kind in ("broadcast", "reduce"):  # a chain from (to) the root: it fills
             forwarding = inter_steps + (steps - inter_steps if proto == "Simple" else 0)
-            nics = group_nics(span, f) if nodes > 1 else k  # one node: NVLink's rings
-            fill = scale_terms.chain_fill_s(size, proto, eff, forwarding, nics, bw)
+            # across nodes NCCL's rings: one a NIC, duplicated (ring_channels); one node: the
+            # NVLink search's, read as two a rank
+            channels = ring_channels(group_nics(span, f), f.inter.bw_Bps * f.gpus_per_nic,
+                                     f.compute_capability) if nodes > 1 else 2 * k
+            fill = scale_terms.chain_fill_s(size, proto, eff, forwarding, channels, bw)
         return lat * 1e-6 + factor * size / bw + fill
     if algo == "pat" and proto != "Simple":
         return math.inf  # NCCL runs PAT with the Simple protocol only (tuning.cc, NCCL 2.23)

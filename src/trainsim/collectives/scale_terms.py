@@ -74,25 +74,8 @@ step). A ring broadcast or reduce moves one step a chunk (src/collectives/device
 L19: ``calcBytePerStep() x BROADCAST_CHUNKSTEPS`` (1); L33-41: the chunk shrinks to the channel's
 share of a smaller message)."""
 
-CHAIN_CHANNELS_PER_NIC = 2
-"""Channels that share one NIC in a ring that spans nodes: NCCL's graph search lays one ring
-per NIC and ``ncclTopoPostset`` runs every searched ring twice (src/graph/connect.cc v2.14.3-1
-L294-299, v2.27.3-1 L452: ``nChannels = std::min(MAXCHANNELS, nChannels*2)``). One ring a NIC:
-``ncclTopoSearchRecNet`` (src/graph/search.cc v2.14.3-1 L452-476) takes the ring's speed off
-the NIC's ``net.bw`` for each ring it starts there, and ``ncclTopoCompute`` (L770-783) starts at
-the first speed of ``speedArrayInter`` (L730) under the NIC's rate: 24 GB/s on a 200 Gb/s NIC,
-12 on a 100 Gb/s one, each NIC then too full for a second ring; lower speeds that fit two
-rings a NIC give the same rings x speed, which the search does not take (L298-299 keeps a
-graph only if ``nChannels x bw`` grows). So ``2 x`` the NICs a node's ranks reach
-(``collectives.nccl.group_nics``): 16 channels on 8 GPUs with a NIC each, 8 on 8 GPUs sharing
-4 NICs (``cluster.gpus_per_nic = 2``). (Hopper and later double once more below 16 channels,
-connect.cc v2.27.3-1 L466; eight NICs a node already make 16. Inside one node the count comes
-from the NVLink search instead; ``2 x per_node`` is used there, where only Simple's chain pays
-a fill.)"""
-
-
 def chain_fill_s(size: float, proto: str, payload: float, forwarding_hops: int,
-                 nics: int, bw_Bps: float) -> float:
+                 channels: int, bw_Bps: float) -> float:
     """Seconds a pipelined chain (NCCL's ring broadcast and reduce) spends filling, beyond its
     bytes at ``bw_Bps`` (the rate its bytes term uses) and its hops' latencies.
 
@@ -111,16 +94,17 @@ def chain_fill_s(size: float, proto: str, payload: float, forwarding_hops: int,
       collectives.h v2.14.3-1 L118-121). LL and LL128 pass their 8- and 128-byte lines on as
       they land over NVLink: the hop latency covers them.
 
-    A chunk is ``min(step payload, size / channels)`` (``NCCL_STEP_WIRE_BYTES`` x ``payload``,
-    ``2 x nics`` channels, ``CHAIN_CHANNELS_PER_NIC``; ``nics`` the NICs a node's ranks reach,
-    or its ranks inside one node), and a channel streams at
+    A chunk is ``min(step payload, size / channels)`` (``NCCL_STEP_WIRE_BYTES`` x ``payload``;
+    ``channels`` a node's: across nodes ``collectives.ring_channels``, one ring a NIC the
+    node's ranks reach, duplicated as NCCL does; inside one node two a rank), and a channel
+    streams at
     ``bw_Bps / channels``: each forwarding hop after the first adds ``min(step payload x
     channels, size) / bw_Bps``. Ring all-reduce, all-gather and reduce-scatter pay nothing of
     this: every rank sends a chunk of its own from the first step, so no rank waits for the
     ring to fill."""
     if forwarding_hops < 2:
         return 0.0
-    channels = CHAIN_CHANNELS_PER_NIC * max(nics, 1)
+    channels = max(channels, 1)
     chunk_all = min(NCCL_STEP_WIRE_BYTES[proto] * payload * channels, size)
     return (forwarding_hops - 1) * chunk_all / bw_Bps
 

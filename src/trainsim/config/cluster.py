@@ -312,7 +312,7 @@ class ClusterConfig:
     (DGX-1, DGX A100 built with 4 HDR ports, InternEvo's 4 x 100 Gb RoCE machines). The NIC's
     rate is shared by its GPUs, so ``nic_bw_Bps`` stays each GPU's share of it (the NIC's rate
     over ``gpus_per_nic``); what changes is NCCL's plan: one searched ring per NIC, so half the
-    channels a node cross the network (``collectives.scale_terms.CHAIN_CHANNELS_PER_NIC``), and
+    channels a node cross the network (``collectives.ring_channels``), and
     the flow backend's GPUs share one NIC link of ``gpus_per_nic x nic_bw_Bps``."""
     intra_node_bw_Bps: float | None = None
     """NVLink bandwidth per GPU, one direction; None = the GPU's catalog value."""

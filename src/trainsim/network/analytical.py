@@ -44,7 +44,8 @@ class AnalyticalNetwork:
                              nvls_efficiency=cluster.gpu.nvls_efficiency,
                              compute_capability=cluster.gpu.compute_capability,
                              nics_per_node=(cluster.nics_per_node if cluster.gpus_per_nic > 1
-                                            else None))
+                                            else None),
+                             gpus_per_nic=cluster.gpus_per_nic)
         # A group spanning more nodes than one leaf holds crosses the spines: under an
         # oversubscribed leaf each GPU gets its NIC rate over the oversubscription.
         self.spine_fabric = self.fabric if cluster.oversubscription == 1 else dataclasses.replace(
