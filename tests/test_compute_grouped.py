@@ -2,6 +2,7 @@
 dense tile, the tile's fixed cost and the block-scale promotion."""
 
 import ast
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,11 @@ def test_cutlass_grouped_fp8_without_fast_accum_promotes_between_k_tiles():
         h100.mamf_fraction * h100.flops("fp8") / h100.peak_flops["fp32"] / 128)
     assert roofline.block_promotion_k(h100, fast) == 0.0
     model = roofline.RooflineModel(h100)
-    assert 1.0 < model.time(slow) / model.time(fast) < 1.19
+    # PyTorch's large shapes run the slow kernel on 128x128 tiles, which do not spill: the
+    # promotion alone (the 512-row groups' 128x256 tile spills: test_fp8_spill55.py)
+    big_slow = Gemm("experts", 2048, 4096, 7168, "fp8", 32, grouped="cutlass")
+    big_fast = replace(big_slow, fp8_fast_accum=True)
+    assert 1.0 < model.time(big_slow) / model.time(big_fast) < 1.35
     for other in (_experts(512, "cutlass"), _experts(512, "deepgemm", "fp8"),
                   _experts(512, "multi_stream", "fp8"), _experts(512, "triton", "fp8")):
         assert not roofline.grouped_serial_promotion(other)

@@ -120,6 +120,72 @@ m = 64 GEMMs), so the small tile's main loop, not its memory, sets the time. Fit
 held-out families' 128-row groups then priced within 6.2 %)."""
 
 
+MMA_REGISTER_BUDGET = 232
+"""32-bit registers each math thread of CUTLASS's SM90 ptr-array cooperative grouped kernel runs
+with (``setmaxnreg``; NVIDIA/cutlass@03a26deb include/cutlass/gemm/kernel/
+sm90_gemm_array_tma_warpspecialized_cooperative.hpp ``MmaRegisterRequirement = 232``, the
+producer warpgroup's ``LoadRegisterRequirement = 40``), whose 256 math threads (two
+warpgroups, ``static_assert(size(TiledMma{}) == 256)``) hold one output tile's fp32 sums."""
+COOPERATIVE_MMA_THREADS = 256
+LOCAL_BYTES_PER_SM_CLOCK = 63.0
+"""Bytes a second per SM clock at which one SM stores and reloads a spilled accumulator
+(``accumulator_spill_k``): its local memory, cached in the L1 and behind it in the L2. One math
+thread's 128-register fragment is 128 KB a CTA, more than the L1 the kernel's shared-memory
+stages leave (an H100 SM has 256 KB of L1 and shared memory together, up to 228 KB of it shared),
+so the rate lies between the L1's port (32 banks of 32 bits a clock, 128 bytes: CUDA C++
+Programming Guide, compute capability 5.x and later, "Shared Memory") and the L2's share of one
+SM (~7 TB/s over 132 SMs at 1980 MHz, ~27 bytes). Fitted by ``benchmarks/fp8spill55_fit.py`` to
+the five spilling rows of ``benchmarks/kernels_h200_grouped54.csv`` (fp8
+``torch._scaled_grouped_mm`` without fast accumulation at Qwen3-30B-A3B's 512-row groups, 8-128
+groups, k 768 and 2,048; all of them, none held out): their time MAPE 65.9 % -> 6.1 %. An
+effective rate, not the port's: the split between L1 hits and L2 traffic is not measured
+(a ``ncu`` reading of the kernel's local loads would give it: RESULTS.md, 55th session)."""
+SPILL_REFERENCE_SM_CLOCK_MHZ = 1980.0
+"""The clock of the GPU the spilling kernel was measured on (H200 SXM), taken for a GPU that
+states no ``GPUSpec.max_sm_clock_mhz``."""
+
+
+def accumulator_spill_k(gpu: GPUSpec, op: Gemm, rows: int, cols: int) -> float:
+    """Main-loop k-steps per useful k-step an fp8 CUTLASS grouped GEMM without fast accumulation
+    adds by spilling its fp32 sums, on a ``rows x cols`` cooperative tile.
+
+    Slow accumulation keeps two accumulator fragments a thread: the tensor cores' and the fp32
+    one it promotes them into every 128 of k (NVIDIA/cutlass@03a62b41 include/cutlass/gemm/
+    collective/fp8_accumulation.hpp ``GmmaFP8Accumulation``: ``accum_temp_ =
+    make_fragment_like(accum)``, ``promote_core`` adds ``accum_temp_`` into ``accum_`` after
+    ``warpgroup_wait<0>``). A fragment is ``rows x cols / 256`` fp32 registers a math thread:
+    64 on PyTorch's 128 x 128 slow tile (two fit in ``MMA_REGISTER_BUDGET``), 128 on its
+    128 x 256 tile, whose two fragments alone (256) exceed the 232 registers a thread gets
+    (PyTorch aten/src/ATen/native/cuda/ScaledGroupMM.cu picks 128 x 128 for its large shapes
+    "for slow accum to avoid spilling", and 128 x 256 for the others: ``torch_sm90_tile``).
+    The tensor cores write the MMA fragment, so the fp32 one is what lives in local memory: each
+    promotion loads it and stores it back, 8 bytes an output element, at
+    ``LOCAL_BYTES_PER_SM_CLOCK`` while the tensor cores wait (the promotion is serial). Per
+    element and promotion that is 8 / 63 SM clocks against 2 x 128 FLOPs at the main loop's
+    rate (the burst one, as ``roofline.block_promotion_k`` prices the promotion itself): on the
+    H200 (0.801 x 1979 TFLOP/s over 132 SMs at 1980 MHz, 6,066 FLOP a clock) 3.0 k-steps a
+    k-step, the 128 x 256 kernel ~3x its fast-accumulation time (measured 2.6-3.1x). The
+    ping-pong tile (64 rows a warpgroup: 64 registers a fragment), the 128 x 128 slow tile and
+    fast accumulation (one fragment) spill nothing, as measured (1.06-1.34x, the promotion
+    alone). Hopper only (``hopper_tiles``): Blackwell's accumulators live in tensor memory."""
+    if op.dtype != "fp8" or op.fp8_fast_accum or op.fp8_block_scales or rows < 128:
+        return 0.0
+    if 2 * rows * cols // COOPERATIVE_MMA_THREADS <= MMA_REGISTER_BUDGET:
+        return 0.0
+    clock_hz = (gpu.max_sm_clock_mhz or SPILL_REFERENCE_SM_CLOCK_MHZ) * 1e6
+    flops_per_clock = gpu.mamf_fraction * gpu.flops("fp8") / (gpu.num_sms * clock_hz)
+    spill_clocks = 2 * 4 / LOCAL_BYTES_PER_SM_CLOCK  # per element and promotion
+    mma_clocks = 2 * PROMOTION_K / flops_per_clock
+    return spill_clocks / mma_clocks
+
+
+PROMOTION_K = 128
+"""k between two promotions of CUTLASS's fp8 mainloop: ``mma_promotion_interval`` 4 wgmma of
+32-deep fp8 k (cutlass include/cutlass/gemm/collective/
+sm90_mma_array_tma_gmma_ss_warpspecialized_fp8.hpp ``Arguments``, PyTorch passes none), the
+128-k block ``roofline.FP8_SCALE_BLOCK_K`` prices the promotion's FADD over."""
+
+
 def torch_sm90_tile(op: Gemm, small_tile_rate: float) -> tuple[int, int, float]:
     """(rows, columns, main-loop rate relative to the 128 x 256 tile) of the CUTLASS kernel
     PyTorch's grouped GEMMs dispatch on Hopper from each group's shape (``op.m`` rows, ``op.n``
@@ -205,6 +271,7 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm, *, tile: int, overhead_k: float,
             n_tiles = math.ceil(op.n / cols)
             useful = op.m / rows / row_tiles * op.n / cols / n_tiles
             rate *= tile_rate
+            stretch += accumulator_spill_k(gpu, op, rows, cols)
         waves = op.batch * row_tiles * n_tiles / sms
         if family in TILE_COST_HIDDEN:
             overhead_k = 0.0
