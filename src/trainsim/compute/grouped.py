@@ -5,7 +5,8 @@ tiled each on its own, so few rows per expert leave SMs idle; one-kernel grouped
 (CUTLASS, ``torch._grouped_mm``, Triton, DeepGEMM) spread all groups' tiles at
 ``GROUPED_OF_GEMM`` of the dense rate; dropless routing half-fills each expert's last row
 tile (``Gemm.ragged``). On Hopper a CUTLASS grouped GEMM runs the tile PyTorch dispatches for
-its group shape (``torch_sm90_tile``). A Triton kernel launched over a worst-case grid (``triton_max_m``,
+its group shape (``torch_sm90_tile``); its fp8 kernel without fast accumulation spills its fp32
+sums on the 128 x 256 tile (``accumulator_spill_k``). A Triton kernel launched over a worst-case grid (``triton_max_m``,
 VeOmni's) also pays for its empty programs (``EMPTY_PROGRAM_SM_S``).
 
 The dense GEMM's tile, its fixed cost per tile and the block-scale promotion come from
