@@ -46,7 +46,6 @@ from trainsim.compute.attention import (
     fused_attention_work,
     gqa_group_sum_bytes,
 )
-from trainsim.compute.epilogue import accumulate_epilogue_s
 from trainsim.compute.grouped import (  # the constants re-exported for older callers
     GROUPED_OF_GEMM,  # noqa: F401
     GROUPED_STREAMS,  # noqa: F401
@@ -527,7 +526,6 @@ class RooflineModel:
             compute = op.flops / (gemm_rate(self.gpu, op) * self.gemm_efficiency(op))
             if self.loop_toward is not None:  # a benchmark loop: its clock falls as it runs
                 compute *= loop_clock_factor(compute, self.loop_toward)
-            compute += accumulate_epilogue_s(self.gpu, op, HBM_EFFICIENCY)  # after the loops
             return max(compute, op.bytes / bw) + LAUNCH_S * grouped_launches(op)
         if isinstance(op, Attention):
             peak = self.gpu.gemm_ceiling("bf16")
