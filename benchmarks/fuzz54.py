@@ -417,18 +417,24 @@ OPTIONAL_CELLS = {
 """The optional columns beyond format v2 (``validate.row_settings``) at odd values."""
 
 
+def public_rows() -> tuple[list[dict[str, str]], list[str]]:
+    """The bundled public file's rows, each with every optional cell (blank where unstated)."""
+    src = ROOT / "src" / "trainsim" / "data" / "validation" / "training_public.csv"
+    with open(src, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    columns = list(rows[0].keys())
+    columns += [c for c in OPTIONAL_CELLS if c not in columns]
+    for r in rows:
+        for c in columns:
+            r.setdefault(c, "")
+    return rows, columns
+
+
 def v2optional_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Case]]:
     def cases() -> Iterator[Case]:
         from fuzz53 import _pair_check
 
-        src = ROOT / "src" / "trainsim" / "data" / "validation" / "training_public.csv"
-        with open(src, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-        columns = list(rows[0].keys())
-        columns += [c for c in OPTIONAL_CELLS if c not in columns]
-        for r in rows:
-            for c in columns:
-                r.setdefault(c, "")
+        rows, columns = public_rows()
         one = _pair_check(rows, columns, workdir)
         small = [k for k, r in enumerate(rows) if r["num_gpus"].isdigit()
                  and int(r["num_gpus"]) <= 256]

@@ -33,7 +33,6 @@ hang is judged by CPU (30 CPU s) and any input over 10 CPU s is its own class.
 from __future__ import annotations
 
 import copy
-import csv
 import dataclasses
 import itertools
 import json
@@ -381,17 +380,9 @@ SKIPPED_COLUMNS = {"id", "source", "note", "measured_iteration_s", "measured_pea
 
 
 def _training_rows() -> tuple[list[dict[str, str]], list[str]]:
-    from fuzz54 import OPTIONAL_CELLS
+    from fuzz54 import public_rows
 
-    src = ROOT / "src" / "trainsim" / "data" / "validation" / "training_public.csv"
-    with open(src, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    columns = list(rows[0].keys())
-    columns += [c for c in OPTIONAL_CELLS if c not in columns]
-    for r in rows:
-        for c in columns:
-            r.setdefault(c, "")
-    return rows, columns
+    return public_rows()
 
 
 def v2edges_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Case]]:

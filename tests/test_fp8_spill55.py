@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers import load_script
 
 from trainsim.catalog import gpu as get_gpu
 from trainsim.compute import grouped, roofline
@@ -87,14 +87,9 @@ def test_blackwell_accumulates_in_tensor_memory_and_spills_nothing():
 
 @pytest.fixture()
 def spill_fit():
-    sys.path.insert(0, str(BENCH))
     try:
-        spec = importlib.util.spec_from_file_location("fp8spill55_fit", BENCH / "fp8spill55_fit.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        yield mod
+        yield load_script(BENCH / "fp8spill55_fit.py")
     finally:
-        sys.path.remove(str(BENCH))
         sys.modules.pop("fit_kernels", None)
 
 

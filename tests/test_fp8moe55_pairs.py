@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers import load_script
 
 from trainsim.catalog import gpu as get_gpu
 from trainsim.compute import roofline
@@ -20,14 +19,7 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 @pytest.fixture()
 def pairs_script():
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location("fp8moe55_pairs", BENCH / "fp8moe55_pairs.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        yield mod
-    finally:
-        sys.path.remove(str(BENCH))
+    return load_script(BENCH / "fp8moe55_pairs.py")
 
 
 def test_simumax_b200_wgrads_into_fp32_pay_most_of_their_extra_bytes(pairs_script):
