@@ -6,9 +6,7 @@ Units are converted to SI once, in ``catalog.units`` (TFLOP/s -> FLOP/s, GB/s ->
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import dataclasses
 import functools
 import json
 import warnings
@@ -18,14 +16,13 @@ from typing import Any
 from trainsim.catalog import gpu_names, model_names
 from trainsim.catalog.defaults import (
     apply_framework,
-    framework_dropouts,
     sdpa_enable_gqa_problem,
     sink_attention,
     softcap_attention,
     window_attention_problem,
 )
 from trainsim.catalog.names import aliases_of
-from trainsim.catalog.raw_values import given as _given
+from trainsim.catalog.run_framework import dense_moe_settings, framework_model, unstated_recipe
 from trainsim.catalog.shared_sections import kept_section
 from trainsim.catalog.te_attention import blackwell_head_dim_attention, wide_head_attention
 from trainsim.catalog.units import (
@@ -57,7 +54,6 @@ from trainsim.errors import (
     CatalogError,
     ConfigError,
     SettingReplaced,
-    TrainsimError,
     TrainsimWarning,
 )
 from trainsim.lazy import lazy_getattr
@@ -517,7 +513,7 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
     # each distinct raw section built once inside a row's tuning (catalog.shared_sections)
     model = kept_section("model", data["model"], str(base_dir),
                          lambda: _model_section(data["model"], base_dir))
-    model = _framework_model(model, data["model"], training_raw)
+    model = framework_model(model, data["model"], training_raw)
     notes = [softcap_attention(training_raw, model.attn_logit_softcapping, given,
                                parallel_raw.get("context_parallel_size", 1)),
              sink_attention(training_raw, model.softmax_type, given, gpu_name),
@@ -532,65 +528,11 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
                     cluster=kept_section("cluster", cluster, None,
                                          lambda: _cluster_section(cluster)))
     if not model.is_moe:
-        _dense_moe_settings(cfg, *unfilled, gpu_name)
+        dense_moe_settings(cfg, *unfilled, gpu_name)
     if (ignored := fp8_recipe_ignored(recipe, cfg.training.dtype)) is not None and \
-            cfg.training.fp8_recipe != _unstated_recipe(*unfilled, gpu_name):
+            cfg.training.fp8_recipe != unstated_recipe(*unfilled, gpu_name):
         warnings.warn(ignored, TrainsimWarning, stacklevel=2)  # a config it was valid for
     return cfg
-
-
-def _dense_moe_settings(cfg: RunConfig, parallel_raw: dict[str, Any],
-                        training_raw: dict[str, Any], gpu_name: Any) -> None:
-    """Refuse a dense model's own MoE-only parallel settings (``validity.moe_dense_problem``)."""
-    from trainsim.config.validity import MOE_ONLY_PARALLEL, moe_dense_problem
-
-    given = {k: getattr(cfg.parallel, k) for k in MOE_ONLY_PARALLEL if k in parallel_raw}
-    if not given or not moe_dense_problem(given, {}):
-        return  # (a row writes its switches off for every run: the profile read only here)
-    filled: dict[str, Any] = {}
-    with contextlib.suppress(ConfigError), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        apply_framework(filled, copy.deepcopy(training_raw), gpu_name)
-    if problem := moe_dense_problem(given, filled):
-        raise ConfigError(problem)
-
-
-def _unstated_recipe(parallel_raw: dict[str, Any], training_raw: dict[str, Any],
-                     gpu_name: Any) -> str | None:
-    """The fp8 recipe a run would hold had its config not stated one (the framework's default,
-    else ``TrainingConfig``'s; None where that run is refused): a recipe stated at that value
-    changes nothing, so it is not warned of as ignored (robust52: every resolved config of a
-    16-bit run, which states the recipe it holds, was warned of when read back)."""
-    training = {k: v for k, v in training_raw.items() if k != "fp8_recipe"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            apply_framework(dict(parallel_raw), training, gpu_name)
-            return build(TrainingConfig, training, "training").fp8_recipe
-        except TrainsimError:
-            return None
-
-
-def _framework_model(m: ModelConfig, raw: Any, training: dict[str, Any]) -> ModelConfig:
-    """The model as ``training.framework`` builds it: with the dropouts the framework sets for
-    its family where the run writes none (``defaults.framework_dropouts``); a framework whose
-    model class has no multi-token-prediction module (profile feature ``mtp: false``) drops a
-    preset's MTP layers; MTP layers the user asked for by name are a contradiction."""
-    name = training.get("framework")
-    if not _given(name):  # blank text is no framework (catalog.defaults.apply_framework)
-        return m
-    from trainsim.catalog.frameworks import framework_profile
-
-    version = training.get("framework_version")
-    profile = framework_profile(str(name), str(version) if _given(version) else None)
-    m = framework_dropouts(m, raw, profile)
-    if not m.mtp_num_layers or profile.supports("mtp") is not False:
-        return m
-    if isinstance(raw, dict) and "mtp_num_layers" in raw:
-        raise ConfigError(f"model.mtp_num_layers={m.mtp_num_layers} but {profile.name} "
-                          f"{profile.version} builds no multi-token-prediction layers (its "
-                          "framework profile: mtp false)")
-    return dataclasses.replace(m, mtp_num_layers=0)
 
 
 def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:

@@ -1,0 +1,71 @@
+"""What ``training.framework`` does to a run config as it is read (``catalog.run_config_from_dict``):
+the dropouts and MTP layers its model class builds, the fp8 recipe a run would hold unstated, and
+a dense model's MoE-only settings refused."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import warnings
+from typing import Any
+
+from trainsim.catalog.defaults import apply_framework, framework_dropouts
+from trainsim.catalog.raw_values import given as _given
+from trainsim.config import ModelConfig, RunConfig, TrainingConfig
+from trainsim.config._build import build
+from trainsim.errors import ConfigError, TrainsimError
+
+
+def dense_moe_settings(cfg: RunConfig, parallel_raw: dict[str, Any],
+                        training_raw: dict[str, Any], gpu_name: Any) -> None:
+    """Refuse a dense model's own MoE-only parallel settings (``validity.moe_dense_problem``)."""
+    from trainsim.config.validity import MOE_ONLY_PARALLEL, moe_dense_problem
+
+    given = {k: getattr(cfg.parallel, k) for k in MOE_ONLY_PARALLEL if k in parallel_raw}
+    if not given or not moe_dense_problem(given, {}):
+        return  # (a row writes its switches off for every run: the profile read only here)
+    filled: dict[str, Any] = {}
+    with contextlib.suppress(ConfigError), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        apply_framework(filled, copy.deepcopy(training_raw), gpu_name)
+    if problem := moe_dense_problem(given, filled):
+        raise ConfigError(problem)
+
+
+def unstated_recipe(parallel_raw: dict[str, Any], training_raw: dict[str, Any],
+                     gpu_name: Any) -> str | None:
+    """The fp8 recipe a run would hold had its config not stated one (the framework's default,
+    else ``TrainingConfig``'s; None where that run is refused): a recipe stated at that value
+    changes nothing, so it is not warned of as ignored (robust52: every resolved config of a
+    16-bit run, which states the recipe it holds, was warned of when read back)."""
+    training = {k: v for k, v in training_raw.items() if k != "fp8_recipe"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            apply_framework(dict(parallel_raw), training, gpu_name)
+            return build(TrainingConfig, training, "training").fp8_recipe
+        except TrainsimError:
+            return None
+
+
+def framework_model(m: ModelConfig, raw: Any, training: dict[str, Any]) -> ModelConfig:
+    """The model as ``training.framework`` builds it: with the dropouts the framework sets for
+    its family where the run writes none (``defaults.framework_dropouts``); a framework whose
+    model class has no multi-token-prediction module (profile feature ``mtp: false``) drops a
+    preset's MTP layers; MTP layers the user asked for by name are a contradiction."""
+    name = training.get("framework")
+    if not _given(name):  # blank text is no framework (catalog.defaults.apply_framework)
+        return m
+    from trainsim.catalog.frameworks import framework_profile
+
+    version = training.get("framework_version")
+    profile = framework_profile(str(name), str(version) if _given(version) else None)
+    m = framework_dropouts(m, raw, profile)
+    if not m.mtp_num_layers or profile.supports("mtp") is not False:
+        return m
+    if isinstance(raw, dict) and "mtp_num_layers" in raw:
+        raise ConfigError(f"model.mtp_num_layers={m.mtp_num_layers} but {profile.name} "
+                          f"{profile.version} builds no multi-token-prediction layers (its "
+                          "framework profile: mtp false)")
+    return dataclasses.replace(m, mtp_num_layers=0)
