@@ -146,6 +146,13 @@ SPILL_REFERENCE_SM_CLOCK_MHZ = 1980.0
 states no ``GPUSpec.max_sm_clock_mhz``."""
 
 
+PROMOTION_K = 128
+"""k between two promotions of CUTLASS's fp8 mainloop: ``mma_promotion_interval`` 4 wgmma of
+32-deep fp8 k (cutlass include/cutlass/gemm/collective/
+sm90_mma_array_tma_gmma_ss_warpspecialized_fp8.hpp ``Arguments``, PyTorch passes none), the
+128-k block ``roofline.FP8_SCALE_BLOCK_K`` prices the promotion's FADD over."""
+
+
 def accumulator_spill_k(gpu: GPUSpec, op: Gemm, rows: int, cols: int) -> float:
     """Main-loop k-steps per useful k-step an fp8 CUTLASS grouped GEMM without fast accumulation
     adds by spilling its fp32 sums, on a ``rows x cols`` cooperative tile.
@@ -178,13 +185,6 @@ def accumulator_spill_k(gpu: GPUSpec, op: Gemm, rows: int, cols: int) -> float:
     spill_clocks = 2 * 4 / LOCAL_BYTES_PER_SM_CLOCK  # per element and promotion
     mma_clocks = 2 * PROMOTION_K / flops_per_clock
     return spill_clocks / mma_clocks
-
-
-PROMOTION_K = 128
-"""k between two promotions of CUTLASS's fp8 mainloop: ``mma_promotion_interval`` 4 wgmma of
-32-deep fp8 k (cutlass include/cutlass/gemm/collective/
-sm90_mma_array_tma_gmma_ss_warpspecialized_fp8.hpp ``Arguments``, PyTorch passes none), the
-128-k block ``roofline.FP8_SCALE_BLOCK_K`` prices the promotion's FADD over."""
 
 
 def torch_sm90_tile(op: Gemm, small_tile_rate: float) -> tuple[int, int, float]:
