@@ -9,7 +9,7 @@ import csv
 
 import pytest
 
-from trainsim.catalog.frameworks import uneven_layout
+from trainsim.catalog.framework_rules import uneven_layout
 from trainsim.config.layout import balanced_layout, check_layout, filled_layout, parse_layout
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.row_settings import training_base

@@ -44,7 +44,7 @@ def _run(framework: str | None, vpp: int | None, version: str | None = None, **e
 def test_megatron_frameworks_send_blocking_without_interleaving():
     # Megatron-core's non-interleaved schedule raises on overlap_p2p_comm and Megatron-LM's
     # arguments.py turns it off without virtual stages: the run sends blocking either way
-    from trainsim.catalog.frameworks import sends_overlap
+    from trainsim.catalog.framework_rules import sends_overlap
 
     for framework in ("megatron-lm", "megatron-core", "megatron-bridge", "nemo", "mlperf-nemo"):
         assert sends_overlap(_run(framework, 1)) is False, framework

@@ -1,5 +1,5 @@
 """The framework's rule for layers that do not split evenly over the pipeline stages
-(``catalog.frameworks.uneven_layout``): NeMo Automodel's front-loaded split, else a balanced
+(``catalog.framework_rules.uneven_layout``): NeMo Automodel's front-loaded split, else a balanced
 layout, the same for the validator and the search."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import dataclasses
 
 from helpers import TINY_MODEL, make_base
 
-from trainsim.catalog.frameworks import uneven_layout, uneven_split
+from trainsim.catalog.framework_rules import uneven_layout, uneven_split
 from trainsim.search import Candidate, SearchSpace
 from trainsim.search.cli import parse_reference
 from trainsim.validate.row_settings import training_base

@@ -35,7 +35,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from trainsim.catalog.frameworks import profile_supports, sends_overlap
+from trainsim.catalog.framework_rules import sends_overlap
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import chunks as priced_chunks
 from trainsim.collectives.p2p_channels import batched_p2p_s
 from trainsim.engine import Timeline

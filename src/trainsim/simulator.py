@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 
-from trainsim.catalog.frameworks import profile_supports, sends_overlap
+from trainsim.catalog.framework_rules import sends_overlap
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import Chunk, LayerSource
 from trainsim.config import RunConfig
 from trainsim.engine import Task, gc_paused, run

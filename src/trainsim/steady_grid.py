@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainsim.catalog.frameworks import sends_overlap
+from trainsim.catalog.framework_rules import sends_overlap
 from trainsim.config import RunConfig
 from trainsim.engine import Task, Timeline
 from trainsim.pricing import Priced, Pricer

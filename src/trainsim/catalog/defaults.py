@@ -300,7 +300,7 @@ def flex_backend_problem(parallel: dict[str, Any], profile: Any, where: str, gpu
     if disp not in ("deepep", "hybridep") or gpu is None or isinstance(gpu, dict):
         return
     from trainsim.catalog import gpu as catalog_gpu
-    from trainsim.catalog.frameworks import flex_backend_runs
+    from trainsim.catalog.framework_rules import flex_backend_runs
 
     try:
         spec = catalog_gpu(str(gpu))

@@ -85,7 +85,7 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "hybrid_shard": _nullable(_bool),
     "uneven_pipeline": _nullable(_enum(UNEVEN_PIPELINE)),
     # the rule that places the layers of a model with MTP layers which do not split evenly
-    # (``catalog.frameworks.uneven_layout``; ``filled``: config.layout.filled_layout); null:
+    # (``catalog.framework_rules.uneven_layout``; ``filled``: config.layout.filled_layout); null:
     # the framework's rule for any model
     "mtp_uneven_pipeline": _nullable(_enum(("balanced", "filled"))),
     # the attention implementations and the MoE token dispatchers the user may pick
@@ -145,7 +145,7 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # only); null: none is checked (config.validity.dispatcher_fits)
     "flex_dispatchers_two_ranks": _nullable(_list_of(MOE_DISPATCHERS, "MoE token dispatchers")),
     # the GPUs each flex dispatcher backend is accepted on, by catalog name or compute-capability
-    # major (cc9); a backend left out is not restricted (catalog.frameworks.flex_backend_runs)
+    # major (cc9); a backend left out is not restricted (catalog.framework_rules.flex_backend_runs)
     "flex_backend_gpus": _nullable(_backend_gpus),
     # schedule nodes of an MoE layer under Megatron-core's combined 1F1B, each backward an
     # autograd engine call of its own (workload.schedule_nodes); null: not recorded

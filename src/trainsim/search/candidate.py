@@ -11,13 +11,8 @@ import inspect
 import operator
 from dataclasses import dataclass
 
-from trainsim.catalog.frameworks import (
-    flex_backend_runs,
-    framework_profile,
-    framework_supports,
-    uneven_layout,
-    uneven_split,
-)
+from trainsim.catalog.framework_rules import flex_backend_runs, uneven_layout, uneven_split
+from trainsim.catalog.frameworks import framework_profile, framework_supports
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.config.validity import dispatcher_runs_on
 from trainsim.search.rules import profile_value
@@ -258,7 +253,7 @@ class Base:
         (profile ``moe_dispatchers``: Megatron-core from core_v0.16.0, Megatron-Bridge from
         v0.2.0; not for a run that names no framework) and the GPU runs its kernels
         (``config.validity.dispatcher_runs_on``: sm_90 or newer) and the framework's release
-        accepts it there (``catalog.frameworks.flex_backend_runs``)."""
+        accepts it there (``catalog.framework_rules.flex_backend_runs``)."""
         t, g = self.training, self.cluster.gpu
         return framework_supports(t.framework, t.framework_version, "hybridep") and \
             dispatcher_runs_on("hybridep", g.sm_arch) and \
@@ -267,7 +262,7 @@ class Base:
     @functools.cached_property
     def deepep(self) -> bool:
         """Whether the search may try DeepEP where the experts leave the node: the framework's
-        release accepts it on this GPU (``catalog.frameworks.flex_backend_runs``: not on
+        release accepts it on this GPU (``catalog.framework_rules.flex_backend_runs``: not on
         GB200 / GB300 in Megatron-Bridge)."""
         t, g = self.training, self.cluster.gpu
         return flex_backend_runs(t.framework, t.framework_version, "deepep", g.name, g.sm_arch)

@@ -511,7 +511,7 @@ def _searched_for_check(full: dict[str, Any], engine: object = None) -> dict[str
 
 def parse_reference(text: str, base: Any, num_gpus: int):
     """'tp=8,pp=8,vpp=3,sp=1,recompute=selective,mb=1' -> a Candidate on ``num_gpus`` GPUs."""
-    from trainsim.catalog.frameworks import uneven_split
+    from trainsim.catalog.framework_rules import uneven_split
     from trainsim.config import ParallelConfig, RunConfig, as_written, build
     from trainsim.config._build import SYNONYMS, suggest
     from trainsim.config.parallel import ALIASES

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from trainsim.catalog.frameworks import sends_block
+from trainsim.catalog.framework_rules import sends_block
 from trainsim.config._build import suggest
 from trainsim.config.hybrid import DUALPIPE_SCHEDULES
 from trainsim.errors import ConfigError
@@ -365,7 +365,7 @@ class SearchSpace:
         """The overlap-switch variants of a memory group (only switches that can matter);
         ``sends_block_alone``: the framework sends blocking in a pipeline without interleaving
         whatever overlap_p2p_comm says (``Base.sends_block_alone``; the rule is
-        ``catalog.frameworks.sends_block``, as the simulation's ``sends_overlap``). A pinned
+        ``catalog.framework_rules.sends_block``, as the simulation's ``sends_overlap``). A pinned
         switch (:attr:`pinned`) that can matter holds its value in every variant."""
         options = self.switches(key, sends_block_alone)
         if self.pinned:

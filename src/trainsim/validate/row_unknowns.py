@@ -11,7 +11,7 @@ from typing import Any
 from trainsim.catalog import gpu, model_dict, model_name
 from trainsim.catalog.defaults import stage_engines
 from trainsim.catalog.fallback import fp8_weight_candidates
-from trainsim.catalog.frameworks import flex_backend_runs, uneven_layout, uneven_split
+from trainsim.catalog.framework_rules import flex_backend_runs, uneven_layout, uneven_split
 from trainsim.catalog.schema_checks import OPTION_FEATURES
 from trainsim.config.validity import dispatcher_runs_on
 from trainsim.errors import TrainsimError
@@ -239,7 +239,7 @@ def flex_dispatchers(row: dict[str, str], profile: Any) -> list[str]:
     (``moe_dispatchers``: Megatron-core's --moe-flex-dispatcher-backend hybridep from
     core_v0.16.0, Megatron-Bridge's from v0.2.0), HybridEP only on a GPU its kernels run on
     (``config.validity.dispatcher_runs_on``: sm_90 or newer; an unknown GPU is left to the
-    config to report) the profile's release accepts (``catalog.frameworks.flex_backend_runs``:
+    config to report) the profile's release accepts (``catalog.framework_rules.flex_backend_runs``:
     Megatron-Bridge 25.11 HybridEP on GB200 / GB300 only)."""
     try:
         spec = gpu(row["gpu"])
