@@ -1,0 +1,82 @@
+"""benchmarks/paxml56_gap.py: the candidate prices for Paxml's missing time (a check script)."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import paxml56_gap as gap
+
+H100_HBM_BPS = 3352e9  # catalog/gpus/h100-sxm-80gb.yaml hbm_gbyte_s
+
+
+def _row(path: str, row_id: str) -> dict[str, str]:
+    with (BENCH / path).open(newline="") as fh:
+        return next(r for r in csv.DictReader(fh) if r["id"] == row_id)
+
+
+@pytest.fixture(scope="module")
+def five_b() -> gap.Gap:
+    return gap.gap_of(_row("training_dgxc_paxml.csv", "dgxc-paxml-gpt3-5b-bf16-h100-16"))
+
+
+def test_the_gap_is_measured_less_predicted(five_b):
+    assert five_b.measured_s == 0.634
+    assert five_b.gap_s == pytest.approx(0.634 - five_b.predicted_s)
+    assert 0.1 < five_b.gap_s < 0.15  # jax55's lead: about 0.12 s missing on the 5B
+
+
+def test_serial_is_the_comm_trainsim_hides(five_b):
+    assert 0 < five_b.exposed_s < five_b.comm_s
+    assert five_b.serial_s == pytest.approx(five_b.comm_s - five_b.exposed_s)
+
+
+def test_copy_prices_follow_the_5b_shape(five_b):
+    h, f, layers, tokens = 4096, 16384, 24, 4 * 2048
+    layer_params = 4 * h * h + 2 * h * f
+    # B: two gathered-weight copies and one unsharded-gradient copy a layer, each read + written
+    assert five_b.carry_s == pytest.approx(3 * 2 * layer_params * 2 * layers / H100_HBM_BPS)
+    # C: SAVE_DOT_ONLY keeps q/k/v, out, fc1, fc2 (3h + h + f + h a token), written and read,
+    # plus the q/k/v slice read back for the fused attention
+    saved = (3 * h + h + f + h) * tokens * 2
+    assert five_b.dus_s == pytest.approx((2 * saved + 2 * 3 * h * tokens * 2) * layers
+                                         / H100_HBM_BPS)
+
+
+def test_a_save_list_without_the_mlp_keeps_only_qkv_and_out():
+    assert gap._saved_dot_elements({"recompute_modules": "core_attn;mlp"}, 10, 40) == 40
+    assert gap._saved_dot_elements({"recompute_modules": "core_attn;layernorm"}, 10, 40) == 90
+
+
+def test_a_swiglu_row_gets_no_copy_price():
+    g = gap.gap_of(_row("training_dgxc_maxtext.csv", "dgxc-maxtext-llama2-70b-bf16-h100-64"))
+    assert g.carry_s is None and g.dus_s is None
+    assert "-" in gap._lines([g], markdown=False)[1].split()
+
+
+def test_unknown_rows_and_a_bare_file_flag_are_refused(capsys):
+    assert gap.main(["no-such-row"]) == 2
+    assert "no-such-row" in capsys.readouterr().err
+    assert gap.main(["--file"]) == 2
+
+
+def test_the_trace_reader_counts_overlap_once():
+    import paxml56_trace_overlap as trace
+
+    union = trace._union([(0, 2), (1, 3), (5, 6)])
+    assert union == [[0, 3], [5, 6]]
+    assert trace._covered(union, 2, 5.5) == pytest.approx(1.5)  # 2..3 and 5..5.5
+
+
+def test_the_trace_reader_wants_an_archive_folder(tmp_path, capsys):
+    import paxml56_trace_overlap as trace
+
+    assert trace.main([]) == 2
+    assert trace.main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err
