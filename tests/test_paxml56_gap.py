@@ -80,3 +80,48 @@ def test_the_trace_reader_wants_an_archive_folder(tmp_path, capsys):
     assert trace.main([]) == 2
     assert trace.main([str(tmp_path)]) == 2
     assert capsys.readouterr().err
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(number: int, value) -> bytes:
+    if isinstance(value, int):
+        return _varint(number << 3) + _varint(value)
+    if isinstance(value, str):
+        value = value.encode()
+    return _varint(number << 3 | 2) + _varint(len(value)) + value
+
+
+def _instruction(iid: int, name: str, opcode: str, kind: str = "", operands=()) -> bytes:
+    packed = b"".join(_varint(o) for o in operands)
+    return (_field(1, name) + _field(2, opcode) + (_field(11, kind) if kind else b"")
+            + _field(35, iid) + (_field(36, packed) if operands else b""))
+
+
+def test_the_hlo_reader_follows_the_schedule_and_charges_the_estimator_costs():
+    import paxml56_hlo_windows as hlo
+
+    ins = [_instruction(1, "p", "parameter"),
+           _instruction(2, "all-gather-start", "all-gather-start", operands=[1]),
+           _instruction(3, "gemm", "custom-call", operands=[1]),
+           _instruction(4, "add_fusion", "fusion", "kLoop", operands=[3]),
+           _instruction(5, "reduce_fusion", "fusion", "kInput", operands=[4]),
+           _instruction(6, "all-gather-done", "all-gather-done", operands=[2])]
+    computation = b"".join(_field(2, i) for i in ins) + _field(5, 7)
+    order = [1, 2, 3, 4, 5, 6]
+    sequence = _field(1, b"".join(_varint(i) for i in order))
+    schedule = _field(1, _field(1, 7) + _field(2, sequence))
+    module = _field(3, computation) + _field(6, 7) + _field(7, schedule)
+    scheduled = hlo.entry_schedule(_field(1, module))
+    assert [i["name"] for i in scheduled][:2] == ["p", "all-gather-start"]
+    # a custom call and a loop fusion 1000 each, an input fusion 1
+    assert hlo.windows(scheduled) == [("all-gather-start", 3, 2001)]
+    assert hlo.node_cost({"opcode": "fusion", "fusion_kind": "kOutput"}) == 5000
+    assert hlo.node_cost({"opcode": "bitcast", "fusion_kind": ""}) == 0
