@@ -2,9 +2,9 @@
 compiled step, and what its approximate latency estimator charges for it: reads the optimized
 module of an nsys-jax archive (``dump/*wrapped_step_fn*after_optimizations.hlo.pb.xz``, an
 ``xla.HloProto``) with a small protobuf wire-format reader (no protobuf package needed) and
-prints, for every all-gather / reduce-scatter / all-reduce start in the entry computation's
-schedule, the instructions up to its done and their summed estimator cost. A check, not an
-input.
+prints, for every all-gather / reduce-scatter / all-reduce start in each scheduled computation
+(the entry and any while loop's body: a scanned layer stack's), the instructions up to its done
+and their summed estimator cost. A check, not an input.
 
     python benchmarks/paxml56_hlo_windows.py DIR   # DIR: an unzipped nsys-jax archive
 
@@ -88,19 +88,23 @@ def _instruction(buf: bytes) -> dict:
     return ins
 
 
-def entry_schedule(hlo_proto: bytes) -> list[dict]:
-    """The entry computation's instructions in the module's schedule order."""
+def schedules(hlo_proto: bytes) -> tuple[str, dict[str, list[dict]]]:
+    """The entry computation's name and, for every computation the module's schedule orders
+    (the entry and each while body or condition, not the fusions), its instructions in that
+    order."""
     module = next(v for n, _, v in fields(hlo_proto) if n == 1)
-    comps, entry_id, sequences = {}, None, {}
+    comps, names, entry_id, sequences = {}, {}, None, {}
     for number, _, value in fields(module):
         if number == 3:
-            cid, instructions = None, []
+            cid, name, instructions = None, "", []
             for n, _, v in fields(value):
-                if n == 2:
+                if n == 1:
+                    name = v.decode()
+                elif n == 2:
                     instructions.append(_instruction(v))
                 elif n == 5:
                     cid = v
-            comps[cid] = instructions
+            comps[cid], names[cid] = instructions, name
         elif number == 6:
             entry_id = value
         elif number == 7:
@@ -116,8 +120,17 @@ def entry_schedule(hlo_proto: bytes) -> list[dict]:
                             if sn == 1:
                                 ids += _ints(sw, sv)
                 sequences[key] = ids
-    by_id = {ins["id"]: ins for ins in comps[entry_id]}
-    return [by_id[i] for i in sequences.get(entry_id, list(by_id))]
+    ordered = {}
+    for cid, ids in (sequences or {entry_id: [i["id"] for i in comps[entry_id]]}).items():
+        by_id = {ins["id"]: ins for ins in comps[cid]}
+        ordered[names[cid]] = [by_id[i] for i in ids]
+    return names[entry_id], ordered
+
+
+def entry_schedule(hlo_proto: bytes) -> list[dict]:
+    """The entry computation's instructions in the module's schedule order."""
+    entry, ordered = schedules(hlo_proto)
+    return ordered[entry]
 
 
 def node_cost(ins: dict) -> int:
@@ -160,9 +173,15 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     with lzma.open(dumps[-1]) as fh:
-        found = windows(entry_schedule(fh.read()))
-    for name, n, cost in found:
-        print(f"{name:>26} {n:5d} instructions  estimator cost {cost:7d}")
+        entry, ordered = schedules(fh.read())
+    found = []
+    for comp, order in ordered.items():
+        here = windows(order)
+        if here:
+            print(f"{comp}{' (entry)' if comp == entry else ''}:")
+        for name, n, cost in here:
+            print(f"{name:>26} {n:5d} instructions  estimator cost {cost:7d}")
+        found += here
     near = sum(HIGH_LATENCY <= c < HIGH_LATENCY + 1000 for _, _, c in found)
     print(f"{len(found)} async collectives; {near} with a window of {HIGH_LATENCY}-"
           f"{HIGH_LATENCY + 999} estimator units (the latency the estimator gives them)")

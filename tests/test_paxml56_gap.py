@@ -125,3 +125,24 @@ def test_the_hlo_reader_follows_the_schedule_and_charges_the_estimator_costs():
     assert hlo.windows(scheduled) == [("all-gather-start", 3, 2001)]
     assert hlo.node_cost({"opcode": "fusion", "fusion_kind": "kOutput"}) == 5000
     assert hlo.node_cost({"opcode": "bitcast", "fusion_kind": ""}) == 0
+
+
+def test_the_hlo_reader_walks_a_while_body_too():
+    import paxml56_hlo_windows as hlo
+
+    def computation(cid: int, name: str, ins: list[bytes]) -> bytes:
+        return _field(1, name) + b"".join(_field(2, i) for i in ins) + _field(5, cid)
+
+    def sequence(cid: int, ids: list[int]) -> bytes:
+        return _field(1, _field(1, cid) + _field(2, _field(1, b"".join(_varint(i) for i in ids))))
+
+    body = [_instruction(11, "reduce-scatter-start.1", "async-start", operands=[]),
+            _instruction(12, "conv", "convolution"),
+            _instruction(13, "reduce-scatter-done.1", "async-done", operands=[11])]
+    entry = [_instruction(1, "p", "parameter")]
+    module = (_field(3, computation(7, "main", entry)) + _field(3, computation(8, "body", body))
+              + _field(6, 7) + _field(7, sequence(7, [1]) + sequence(8, [11, 12, 13])))
+    name, ordered = hlo.schedules(_field(1, module))
+    assert name == "main" and set(ordered) == {"main", "body"}
+    # a convolution is charged 5000: the latency the estimator gives the reduce-scatter
+    assert hlo.windows(ordered["body"]) == [("reduce-scatter-start.1", 1, 5000)]
