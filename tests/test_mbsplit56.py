@@ -107,3 +107,16 @@ def test_priced_contrasts() -> None:
     assert "-9.3 %" in vpp_line  # measured
     priced = [g["per_sample"]["predicted"] for g in got.values()]
     assert abs(mp.change(*priced)) < 2.0  # trainsim prices no vpp cost of this size
+
+
+def test_device_check_shapes_and_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    import device_checks56 as dc
+
+    # one TP-4 rank of GPT-3 175B: qkv 12288 -> 3 x 24 x 128, fc1 12288 -> 49152 / 4
+    assert dc.gemm_shape("qkv", "fwd", 2048) == (2048, 9216, 12288)
+    assert dc.gemm_shape("proj", "dgrad", 4096) == (4096, 3072, 12288)
+    assert dc.gemm_shape("fc2", "wgrad", 2048) == (12288, 12288, 2048)
+    assert dc.per_sample_ratio(10.0, 18.6) == pytest.approx(0.93)
+    assert dc.main(["--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert all(s in out for s in ("gemm_tokens", "gemm_chunks", "te_chunk"))
