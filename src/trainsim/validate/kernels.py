@@ -48,6 +48,7 @@ from trainsim.validate.vocab import (
     GEMM_LIBRARIES,
     GROUPED_IMPL,
     MEMORY_LIBRARIES,
+    SSD_LIBRARIES,
     UNITS,
     attention_impl,
     grouped_impl_of,
@@ -56,6 +57,7 @@ from trainsim.validate.vocab import (
     word,
 )
 from trainsim.workload.elementwise import memory_op, norm_impl
+from trainsim.workload.mamba_block import chunk_scan_forward
 from trainsim.workload.moe_block import moe_block
 from trainsim.workload.ops import (
     DTYPE_BYTES,
@@ -75,7 +77,7 @@ KERNEL_COLUMNS = frozenset([*KERNEL_REQUIRED, "source", "note", "m", "n", "k", "
                             "causal", "tokens", "hidden", "ffn", "experts", "top_k", "bytes"])
 """Every column a kernel row is read from (shared validation/README.md, kernels_*.csv)."""
 KINDS = ("gemm", "gemm_grouped", "attention_fwd", "attention_bwd", "attention_fwd_bwd",
-         "memory_bound", "moe_block")
+         "memory_bound", "moe_block", "ssd_fwd")
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 RATE_UNIT = "TFLOP/s"
 
@@ -443,8 +445,12 @@ KIND_COLUMNS: dict[str, tuple[str, ...]] = {
     "gemm": ("m", "n", "k"), "gemm_grouped": ("m", "n", "k", "groups"),
     **dict.fromkeys(("attention_fwd", "attention_bwd", "attention_fwd_bwd"), _ATTENTION_COLUMNS),
     "memory_bound": ("bytes", "tokens", "hidden", "ffn"),
-    "moe_block": ("tokens", "hidden", "ffn", "experts", "top_k")}
-"""The shape columns each kind reads (``kernel_ops``; shared validation/README.md)."""
+    "moe_block": ("tokens", "hidden", "ffn", "experts", "top_k"),
+    "ssd_fwd": ("batch", "seq_len", "heads", "kv_heads", "head_dim", "m", "n")}
+"""The shape columns each kind reads (``kernel_ops``; shared validation/README.md). An
+``ssd_fwd`` row is mamba_ssm's Mamba-2 chunked scan forward (``mamba_chunk_scan_combined``):
+``heads`` heads of width ``head_dim`` whose B and C are shared in ``kv_heads`` groups (as GQA
+shares K and V), chunk ``m``, state ``n``."""
 SHAPE_COLUMNS = tuple(dict.fromkeys(c for cols in KIND_COLUMNS.values() for c in cols))
 
 
@@ -502,7 +508,21 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
     if kind == "moe_block":
         ops = _moe_ops(row)
         return ops, sum(op.flops for op in ops if isinstance(op, Gemm))
+    if kind == "ssd_fwd":
+        return _ssd_forward(row), None
     raise ConfigError(f"unknown kernel kind {kind!r}; known: {', '.join(KINDS)}")
+
+
+def _ssd_forward(row: dict[str, str]) -> list[Op]:
+    """An ``ssd_fwd`` row's five Triton kernels (``mamba_block.chunk_scan_forward``, the training
+    step's ops) without conv1d or z; dt in fp32, as a standalone call takes it."""
+    known_library(implementation(row), SSD_LIBRARIES, "ssd_fwd")
+    heads, groups = _int(row, "heads"), _int(row, "kv_heads")
+    if heads % groups:
+        raise ConfigError(f"column 'kv_heads'={groups} (B/C groups) must divide heads={heads}")
+    return chunk_scan_forward(_int(row, "batch"), _int(row, "seq_len"), heads, groups,
+                              _int(row, "m"), _int(row, "head_dim"), _int(row, "n"),
+                              dt_bytes=DTYPE_BYTES["fp32"])
 
 
 def library_reading(row: dict[str, str]) -> str | None:

@@ -90,16 +90,8 @@ def mamba_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     if sh.batch > 1:  # rearrange(zxBCdt, "l b d -> b l d").contiguous(): a copy, and back
         ops.append(Elementwise("zxbcdt_copy", bytes=2 * T * width * ACT, kernel="copy",
                                bwd_bytes=2 * T * width * ACT, bwd_kernels=1))
-    problems = sh.batch * math.ceil(sh.q_len / q)  # (sequence, chunk) pairs
-    ops += [Elementwise(SSD + "conv1d", bytes=2 * T * c * ACT, kernel="causal_conv1d"),
-            # dt read, its softplus'd copy and the chunk's cumulative dA written in fp32
-            Elementwise(SSD + "chunk_cumsum", bytes=T * heads * (ACT + 2 * STATE_BYTES),
-                        kernel="ssd_cumsum"),
-            Gemm(SSD + "chunk_state", m=n, n=p, k=q, batch=problems * heads, grouped=TRITON),
-            Elementwise(SSD + "state_passing", kernel="ssd_state_passing",
-                        bytes=problems * heads * p * n * (STATE_BYTES + ACT)),
-            Gemm(SSD + "bmm_chunk", m=q, n=q, k=n, batch=problems * groups, grouped=TRITON),
-            Gemm(SSD_LAST, m=q, n=p, k=q + n, batch=problems * heads, grouped=TRITON)]
+    ops.append(Elementwise(SSD + "conv1d", bytes=2 * T * c * ACT, kernel="causal_conv1d"))
+    ops += chunk_scan_forward(sh.batch, sh.q_len, heads, groups, q, p, n)
     if sh.batch > 1:  # rearrange(y, "b l d -> l b d").contiguous()
         ops.append(Elementwise("ssm_out_copy", bytes=2 * T * d * ACT, kernel="copy",
                                bwd_bytes=2 * T * d * ACT, bwd_kernels=1))
@@ -117,6 +109,26 @@ def mamba_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
                            kernels=2 if split else 1, kernel="residual_add",
                            impl="eager" if split else "fused"))
     return ops
+
+
+def chunk_scan_forward(batch: int, seq_len: int, heads: int, groups: int, chunk: int,
+                       head_dim: int, state: int, dt_bytes: int = ACT) -> list[Op]:
+    """The five Triton kernels of ``_mamba_chunk_scan_combined_fwd`` (module docstring) for
+    ``batch`` sequences of ``seq_len`` tokens, ``heads`` heads of width ``head_dim`` in
+    ``groups`` groups, state ``state``, chunk ``chunk``; ``dt_bytes``: the element size of the
+    dt it reads (16-bit in training, a slice of zxBCdt)."""
+    tokens = batch * seq_len
+    problems = batch * math.ceil(seq_len / chunk)  # (sequence, chunk) pairs
+    q, p, n = chunk, head_dim, state
+    return [
+        # dt read, its softplus'd copy and the chunk's cumulative dA written in fp32
+        Elementwise(SSD + "chunk_cumsum", bytes=tokens * heads * (dt_bytes + 2 * STATE_BYTES),
+                    kernel="ssd_cumsum"),
+        Gemm(SSD + "chunk_state", m=n, n=p, k=q, batch=problems * heads, grouped=TRITON),
+        Elementwise(SSD + "state_passing", kernel="ssd_state_passing",
+                    bytes=problems * heads * p * n * (STATE_BYTES + ACT)),
+        Gemm(SSD + "bmm_chunk", m=q, n=q, k=n, batch=problems * groups, grouped=TRITON),
+        Gemm(SSD_LAST, m=q, n=p, k=q + n, batch=problems * heads, grouped=TRITON)]
 
 
 def scan_backward(fwd: list[Op]) -> list[Op]:
@@ -228,4 +240,5 @@ def mamba_backward_flops(cfg: RunConfig, sh: Shard) -> float:
     return sum(op.flops for op in scan_backward(fwd) if isinstance(op, Gemm))
 
 
-__all__ = ["SSD", "SSD_LAST", "mamba_forward", "scan_backward", "scan_workspace"]
+__all__ = ["SSD", "SSD_LAST", "chunk_scan_forward", "mamba_forward", "scan_backward",
+           "scan_workspace"]
