@@ -526,7 +526,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                 continue  # no backward of its own; the gradient's cast and update are added above
             nbytes, kernels = backward_bytes(op)
             ops.append(Elementwise(f"{op.name}.bwd", bytes=nbytes, flops=op.flops,
-                                   kernels=kernels, kernel=op.kernel and f"{op.kernel}.bwd",
+                                   kernels=kernels, py_kernels=op.bwd_py_kernels,
+                                   kernel=op.kernel and f"{op.kernel}.bwd",
                                    impl=BACKWARD_IMPL.get(op.impl, op.impl),
                                    elem_bytes=op.elem_bytes, engine_calls=op.bwd_engine_calls,
                                    node_passes=op.bwd_node_passes, full_wave=op.full_wave,

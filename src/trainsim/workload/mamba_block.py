@@ -66,6 +66,27 @@ STATE_BYTES = 4
 """The chunk states are computed in fp32 (``states_in_fp32=True``)."""
 
 
+PARAM_PREP_KERNELS = 4
+"""``MambaMixer._ssm_training`` (NVIDIA/Megatron-LM@d98e8a64 megatron/core/ssm/mamba_mixer.py
+line 694 ``A = -torch.exp(self.cp.get_A_log().float())``, line 711 ``self.cp.get_dt_bias().float()``;
+``get_A_log`` / ``get_dt_bias`` return the parameter itself at cp 1, mamba_context_parallel.py
+lines 290-297): the cast of ``A_log``, its ``exp``, the negation and the cast of ``dt_bias``, each
+one eager kernel: ``Float16Module`` converts both parameters to the 16-bit model dtype
+(megatron/core/transformer/module.py lines 458-510, ``convert_module_to_dtype_except_fp32_marked``;
+no Mamba parameter is marked ``keep_in_fp32`` at d98e8a64, so the "Keep A_log in fp32" of
+mamba_mixer.py line 401 holds only until the wrap). Their backward: the four autograd nodes
+(``NegBackward0``, ``ExpBackward0``: grad x result, two ``ToCopyBackward0`` casts back), one kernel
+each. The conv weight's ``rearrange`` (line 709) is a view."""
+PARAM_PREP_BYTES = (2 + 4) + (4 + 4) + (4 + 4) + (2 + 4)
+"""Bytes per head of those four kernels (16-bit in, fp32 out for the casts; fp32 in and out)."""
+NORM_DW_KERNELS = 2
+"""mamba_ssm's gated RMSNorm backward (state-spaces/mamba@e9594ce1
+mamba_ssm/ops/triton/layernorm_gated.py ``_layer_norm_bwd`` line 333, ``dw = _dw.sum(0).to(
+weight.dtype)``): after its Triton kernel, the sum of the per-program fp32 ``dw`` partials and
+the cast to the weight's dtype, two tensor methods in the Function's backward (``bwd_py_kernels``);
+their bytes (a partial row per program, ~SMs x the group width, fp32) are left in the norm's."""
+
+
 def _sizes(cfg: RunConfig, sh: Shard) -> tuple[int, int, int, int, int, int, int]:
     """(d_inner, conv channels, heads, groups) on this rank, then the chunk Q (at most the
     sequence), the head width P and the state size N."""
@@ -90,6 +111,11 @@ def mamba_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     if sh.batch > 1:  # rearrange(zxBCdt, "l b d -> b l d").contiguous(): a copy, and back
         ops.append(Elementwise("zxbcdt_copy", bytes=2 * T * width * ACT, kernel="copy",
                                bwd_bytes=2 * T * width * ACT, bwd_kernels=1))
+    # A = -torch.exp(A_log.float()) and dt_bias.float() before the fused call: four eager
+    # kernels over the rank's heads (module docstring), and their four autograd backwards
+    ops.append(Elementwise("mamba_param_prep", bytes=heads * PARAM_PREP_BYTES,
+                           kernels=PARAM_PREP_KERNELS, impl="eager",
+                           bwd_bytes=heads * PARAM_PREP_BYTES, bwd_kernels=PARAM_PREP_KERNELS))
     ops.append(Elementwise(SSD + "conv1d", bytes=2 * T * c * ACT, kernel="causal_conv1d"))
     ops += chunk_scan_forward(sh.batch, sh.q_len, heads, groups, q, p, n)
     if sh.batch > 1:  # rearrange(y, "b l d -> l b d").contiguous()
@@ -98,7 +124,8 @@ def mamba_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     # RMSNormGated over d_inner / tp in groups (z already applied): mamba_ssm's Triton
     # layernorm_gated, one program per row; reads y, writes its 16-bit output and rstd
     ops.append(Elementwise("ssm_norm", bytes=T * (2 * d * ACT + groups * STATE_BYTES),
-                           kernel=m.normalization, impl="triton"))
+                           kernel=m.normalization, impl="triton", bwd_kernels=1 + NORM_DW_KERNELS,
+                           bwd_py_kernels=NORM_DW_KERNELS))
     linear(ops, sh, "out_proj", T, h, d, seq_parallel="scatter")
     tp_exit(ops, sh, h, "mamba")
     mask = 1 if m.hidden_dropout > 0 else 0

@@ -283,6 +283,10 @@ class Elementwise:
     """Of ``kernels``, those a bare Python loop issues (a tensor method such as ``copy_`` called
     in a ``for`` loop, no module, hook or autograd record around it): each costs the host
     ``compute.host.PY_LAUNCH_S`` instead of ``HOST_S_PER_KERNEL``, an eager module's."""
+    bwd_py_kernels: int = 0
+    """Of its backward's kernels, those the Python of an autograd Function's ``backward`` issues
+    as bare tensor methods (grad mode off: no autograd record), ``PY_LAUNCH_S`` each (mamba_ssm's
+    gated norm: the ``dw`` partials' ``sum`` and cast)."""
     py_views: int = 0
     """View ops (``narrow``, ``view``, a slice) the same bare Python loop calls beside its
     kernels: no kernel, ``compute.host.PY_VIEW_S`` of host time each."""
