@@ -52,8 +52,10 @@ from trainsim.compute.grouped import (  # the constants re-exported for older ca
     grouped_launches,
 )
 from trainsim.compute.split_k import SPLIT_K_MIN  # noqa: F401 (re-exported for older callers)
+from trainsim.compute.ssd import ssd_bandwidth
 from trainsim.config import GPUSpec
 from trainsim.workload.elementwise import strided_share
+from trainsim.workload.mamba_block import SSD_IMPL
 from trainsim.workload.ops import Attention, Elementwise, Gemm
 
 HBM_EFFICIENCY = 0.85
@@ -522,6 +524,9 @@ class RooflineModel:
 
     def _time(self, op: Gemm | Attention | Elementwise) -> float:
         bw = self.gpu.hbm_bw_Bps * HBM_EFFICIENCY
+        if isinstance(op, Gemm) and op.ssd_bytes:  # a Triton SSD kernel (``compute.ssd``)
+            return max(op.ssd_bytes / ssd_bandwidth(self.gpu.hbm_bw_Bps),
+                       op.flops / self.gpu.gemm_ceiling("bf16")) + LAUNCH_S
         if isinstance(op, Gemm):
             compute = op.flops / (gemm_rate(self.gpu, op) * self.gemm_efficiency(op))
             if self.loop_toward is not None:  # a benchmark loop: its clock falls as it runs
@@ -548,6 +553,8 @@ class RooflineModel:
             group_sum = gqa_group_sum_bytes(op)
             return (max(work, moved / bw, op.flops / peak) + LAUNCH_S
                     + (group_sum / bw + 2 * LAUNCH_S if group_sum else 0.0))
+        if isinstance(op, Elementwise) and op.impl == SSD_IMPL:
+            return op.bytes / ssd_bandwidth(self.gpu.hbm_bw_Bps) + op.kernels * LAUNCH_S
         if isinstance(op, Elementwise):
             scatter = embedding_bwd.scatter_time(self.gpu, *op.scatter) if op.scatter else None
             if scatter is not None:

@@ -522,7 +522,7 @@ def _ssd_forward(row: dict[str, str]) -> list[Op]:
         raise ConfigError(f"column 'kv_heads'={groups} (B/C groups) must divide heads={heads}")
     return chunk_scan_forward(_int(row, "batch"), _int(row, "seq_len"), heads, groups,
                               _int(row, "m"), _int(row, "head_dim"), _int(row, "n"),
-                              dt_bytes=DTYPE_BYTES["fp32"])
+                              dt_bytes=DTYPE_BYTES["fp32"], z=False)
 
 
 def library_reading(row: dict[str, str]) -> str | None:

@@ -47,6 +47,7 @@ lines 443-446, so it writes the fp32 states' dtype: ssd_state_passing.py line 20
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from typing import cast
 
 from trainsim.config import RunConfig
@@ -138,49 +139,89 @@ def mamba_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     return ops
 
 
+SSD_IMPL = "triton_ssd"
+"""``Elementwise.impl`` of a memory-bound Triton SSD kernel (the cumsum, the state passing, the
+dz kernel and their backwards): priced at ``compute.ssd``'s share of HBM, as the matmul kernels
+are over their ``Gemm.ssd_bytes``."""
+
+
+@dataclass(frozen=True)
+class ScanBytes:
+    """Sizes of the scan's tensors on one rank, each counted once (state-spaces/mamba@e9594ce1
+    mamba_ssm/ops/triton, the 52nd session's ``benchmarks/ssd52_audit.moved_bytes``): ``x``,
+    ``bc``, ``dts`` in bytes, ``states`` and ``cb`` in elements."""
+
+    x: float  # x, z, the output or a gradient of one: (token, head) x head_dim, 16-bit
+    bc: float  # B or C: (token, group) x state, 16-bit
+    dts: float  # dt or dA_cumsum: (token, head), fp32
+    states: float  # chunk states: (sequence, chunk, head) x head_dim x state
+    cb: float  # C B^T: (sequence, chunk, group) x chunk x chunk
+
+
+def scan_bytes(per_head: int, per_group: int, chunk: int, head_dim: int, state: int
+               ) -> ScanBytes:
+    """``ScanBytes`` of ``per_head`` (sequence, chunk, head) and ``per_group`` (sequence, chunk,
+    group) problems (the last chunk counted whole)."""
+    th, tg = per_head * chunk, per_group * chunk
+    return ScanBytes(x=th * head_dim * ACT, bc=tg * state * ACT, dts=th * STATE_BYTES,
+                     states=per_head * head_dim * state, cb=per_group * chunk * chunk)
+
+
 def chunk_scan_forward(batch: int, seq_len: int, heads: int, groups: int, chunk: int,
-                       head_dim: int, state: int, dt_bytes: int = ACT) -> list[Op]:
+                       head_dim: int, state: int, dt_bytes: int = ACT, z: bool = True
+                       ) -> list[Op]:
     """The five Triton kernels of ``_mamba_chunk_scan_combined_fwd`` (module docstring) for
     ``batch`` sequences of ``seq_len`` tokens, ``heads`` heads of width ``head_dim`` in
     ``groups`` groups, state ``state``, chunk ``chunk``; ``dt_bytes``: the element size of the
-    dt it reads (16-bit in training, a slice of zxBCdt)."""
+    dt it reads (16-bit in training, a slice of zxBCdt); ``z``: the gate applied in the chunk
+    scan, which then also writes the ungated output (the fused training call). Each is priced
+    over the bytes it moves (``compute.ssd``): the matmuls' ``Gemm.ssd_bytes``, the others'
+    ``bytes``."""
     tokens = batch * seq_len
     problems = batch * math.ceil(seq_len / chunk)  # (sequence, chunk) pairs
     q, p, n = chunk, head_dim, state
+    s = scan_bytes(problems * heads, problems * groups, q, p, n)
     return [
         # dt read, its softplus'd copy and the chunk's cumulative dA written in fp32
         Elementwise(SSD + "chunk_cumsum", bytes=tokens * heads * (dt_bytes + 2 * STATE_BYTES),
-                    kernel="ssd_cumsum"),
-        Gemm(SSD + "chunk_state", m=n, n=p, k=q, batch=problems * heads, grouped=TRITON),
-        Elementwise(SSD + "state_passing", kernel="ssd_state_passing",
-                    bytes=problems * heads * p * n * (STATE_BYTES + ACT)),
-        Gemm(SSD + "bmm_chunk", m=q, n=q, k=n, batch=problems * groups, grouped=TRITON),
-        Gemm(SSD_LAST, m=q, n=p, k=q + n, batch=problems * heads, grouped=TRITON)]
+                    kernel="ssd_cumsum", impl=SSD_IMPL),
+        # reads B, x, dt, dA; writes the fp32 states
+        Gemm(SSD + "chunk_state", m=n, n=p, k=q, batch=problems * heads, grouped=TRITON,
+             ssd_bytes=s.bc + s.x + 2 * s.dts + s.states * STATE_BYTES),
+        Elementwise(SSD + "state_passing", kernel="ssd_state_passing", impl=SSD_IMPL,
+                    bytes=s.states * (STATE_BYTES + ACT)),
+        # reads C and B, writes C B^T in fp32
+        Gemm(SSD + "bmm_chunk", m=q, n=q, k=n, batch=problems * groups, grouped=TRITON,
+             ssd_bytes=2 * s.bc + s.cb * STATE_BYTES),
+        # reads C B^T, x, C, the 16-bit states, dt, dA (and z); writes the output (and the
+        # ungated one)
+        Gemm(SSD_LAST, m=q, n=p, k=q + n, batch=problems * heads, grouped=TRITON,
+             ssd_bytes=s.cb * STATE_BYTES + s.x + s.bc + s.states * ACT + 2 * s.dts
+             + s.x * (3 if z else 1))]
 
 
 def scan_backward(fwd: list[Op]) -> list[Op]:
     """The fused conv1d + SSD function's backward, from its forward ops in ``fwd`` (module
-    docstring): one op per kernel, matmuls as one-kernel grouped GEMMs."""
+    docstring): one op per kernel, the Triton ones over the bytes they move (``compute.ssd``;
+    the ``dB`` and ``dC`` kernels' fp32 partials for one split, ``scan_workspace``)."""
     by = {op.name: op for op in fwd if op.name.startswith(SSD)}
     conv, cumsum, passing = by[SSD + "conv1d"], by[SSD + "chunk_cumsum"], by[SSD + "state_passing"]
     state, cb = cast(Gemm, by[SSD + "chunk_state"]), cast(Gemm, by[SSD + "bmm_chunk"])
     n, p, q = state.m, state.n, state.k
     per_head, per_group = state.batch, cb.batch
     tokens_heads = per_head * q  # (token, head) pairs (the last chunk counted whole)
-    d_tokens = tokens_heads * p  # x, z, y elements
+    s = scan_bytes(per_head, per_group, q, p, n)
+    partial = 2 * s.bc  # a (token, group) x state fp32 partial of dB or dC, one split
 
     def redo(op: Op) -> Op:
-        if isinstance(op, Gemm):
-            return Gemm(f"{op.name}.recompute", m=op.m, n=op.n, k=op.k, batch=op.batch,
-                        grouped=TRITON)
         if op is passing:  # fp32 states out (module docstring)
-            return Elementwise(f"{op.name}.recompute", bytes=per_head * p * n * 2 * STATE_BYTES,
-                               kernel=passing.kernel)
-        return Elementwise(f"{op.name}.recompute", bytes=op.bytes,
-                           kernel=cast(Elementwise, op).kernel)
+            return replace(cast(Elementwise, op), name=f"{op.name}.recompute",
+                           bytes=s.states * 2 * STATE_BYTES)
+        return replace(op, name=f"{op.name}.recompute")
 
-    def mm(name: str, rows: int, cols: int, k: int, batch: int) -> Gemm:
-        return Gemm(f"{SSD}{name}", m=rows, n=cols, k=k, batch=batch, grouped=TRITON)
+    def mm(name: str, rows: int, cols: int, k: int, batch: int, moved: float) -> Gemm:
+        return Gemm(f"{SSD}{name}", m=rows, n=cols, k=k, batch=batch, grouped=TRITON,
+                    ssd_bytes=moved)
 
     return [
         redo(conv),
@@ -189,25 +230,30 @@ def scan_backward(fwd: list[Op]) -> list[Op]:
                     py_kernels=1),
         redo(cumsum), redo(cb), redo(state), redo(passing),
         # reads x, z, the saved output and its gradient; writes dz and the ungated gradient
-        Elementwise(SSD + "chunk_scan_bwd_dz", bytes=6 * d_tokens * ACT, kernel="ssd_bwd_dz"),
-        mm("chunk_scan_bwd_dstates", n, p, q, per_head),
+        Elementwise(SSD + "chunk_scan_bwd_dz", bytes=6 * s.x, kernel="ssd_bwd_dz", impl=SSD_IMPL),
+        # reads C, dout, dA; writes the states' gradients in fp32
+        mm("chunk_scan_bwd_dstates", n, p, q, per_head,
+           s.bc + s.x + s.dts + s.states * STATE_BYTES),
         # reads the states and their gradients in fp32, writes both in 16 bits
-        Elementwise(SSD + "state_passing_bwd", bytes=per_head * p * n * 2 * (STATE_BYTES + ACT),
-                    kernel="ssd_state_passing.bwd"),
-        mm("chunk_scan_chunk_state_bwd_dx", q, p, q + n, per_head),
-        mm("chunk_state_bwd_db", q, n, p, per_head),
-        mm("chunk_scan_bwd_dc", q, n, p, per_head),
-        mm("chunk_scan_bwd_dcb", q, q, p, per_head),
-        mm("bmm_chunk_bwd_db", q, n, q, per_group),
-        mm("bmm_chunk_bwd_dc", q, n, q, per_group),
+        Elementwise(SSD + "state_passing_bwd", bytes=s.states * 2 * (STATE_BYTES + ACT),
+                    kernel="ssd_state_passing.bwd", impl=SSD_IMPL),
+        mm("chunk_scan_chunk_state_bwd_dx", q, p, q + n, per_head,
+           3 * s.x + s.bc + s.cb * STATE_BYTES + s.states * ACT + 3 * s.dts),
+        mm("chunk_state_bwd_db", q, n, p, per_head,
+           s.x + s.states * ACT + s.bc + 3 * s.dts + partial),
+        mm("chunk_scan_bwd_dc", q, n, p, per_head,
+           s.states * ACT + s.x + s.bc + 2 * s.dts + partial),
+        mm("chunk_scan_bwd_dcb", q, q, p, per_head, 2 * s.x + 2 * s.dts + s.cb * STATE_BYTES),
+        mm("bmm_chunk_bwd_db", q, n, q, per_group, 2 * s.bc + s.cb * STATE_BYTES + partial),
+        mm("bmm_chunk_bwd_dc", q, n, q, per_group, 2 * s.bc + s.cb * STATE_BYTES + partial),
         # ddA_cumsum_prev[..., -1] += ..., .flip(-1).cumsum(-1).flip(-1), ddA += ddA_next +
         # ddA_prev: six torch kernels over fp32 (ssd_combined.py lines 500-507)
         Elementwise(SSD + "ddA_reverse_cumsum", bytes=5 * 2 * tokens_heads * STATE_BYTES,
                     kernels=6, py_kernels=6, kernel="copy", impl="eager"),
-        mm("chunk_scan_bwd_ddacs", q, q, p, per_head),
+        mm("chunk_scan_bwd_ddacs", q, q, p, per_head, 2 * s.x + 3 * s.dts + s.cb * STATE_BYTES),
         # reads ddA and ddt (fp32) and dt, writes ddt
         Elementwise(SSD + "chunk_cumsum_bwd", bytes=tokens_heads * (2 * STATE_BYTES + 2 * ACT),
-                    kernel="ssd_cumsum.bwd"),
+                    kernel="ssd_cumsum.bwd", impl=SSD_IMPL),
         # reads xBC and its gradient, writes the input gradient (weights' gradients beside)
         Elementwise(SSD + "conv1d.bwd", bytes=conv.bytes * 3 / 2, kernel="causal_conv1d.bwd"),
         *scan_workspace(tokens_heads, per_group, q, n),
@@ -267,5 +313,5 @@ def mamba_backward_flops(cfg: RunConfig, sh: Shard) -> float:
     return sum(op.flops for op in scan_backward(fwd) if isinstance(op, Gemm))
 
 
-__all__ = ["SSD", "SSD_LAST", "chunk_scan_forward", "mamba_forward", "scan_backward",
-           "scan_workspace"]
+__all__ = ["SSD", "SSD_IMPL", "SSD_LAST", "ScanBytes", "chunk_scan_forward", "mamba_forward",
+           "scan_backward", "scan_bytes", "scan_workspace"]

@@ -144,6 +144,10 @@ class Gemm:
     dummy_cached: bool = False
     """Its placeholder gradients come from Transformer Engine's cache (``get_dummy_wgrad``: a
     ``detach`` each, ``compute.host.PY_VIEW_S``) instead of a ``torch.empty`` each."""
+    ssd_bytes: float = 0.0
+    """Bytes a mamba_ssm Triton SSD matmul kernel moves (each tensor once, ``workload.
+    mamba_block``): above 0 the kernel is priced at ``compute.ssd``'s share of HBM over them
+    (or its FLOPs at the bf16 ceiling, whichever is longer), not as a grouped GEMM."""
 
     @property
     def flops(self) -> float:
