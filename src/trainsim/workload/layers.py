@@ -451,7 +451,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             continue
         if op.name.startswith(SSD):  # the fused conv1d + SSD scan: one backward for all
             if op.name == SSD_LAST:
-                ops.extend(scan_backward(fwd))
+                ops.extend(scan_backward(fwd, sh.num_sms))
             continue
         if (ring and is_ring_op(op)) or (te_ring and is_te_ring_op(op)):
             continue  # ring_backward / te_ring_backward below replace the ring's forward ops

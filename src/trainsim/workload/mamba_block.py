@@ -200,10 +200,24 @@ def chunk_scan_forward(batch: int, seq_len: int, heads: int, groups: int, chunk:
              + s.x * (3 if z else 1))]
 
 
-def scan_backward(fwd: list[Op]) -> list[Op]:
+def nsplits(per_head: int, heads_per_group: int, num_sms: int) -> int:
+    """Head splits of the backward's ``dB`` / ``dC`` / ``dcb`` kernels, each writing its own fp32
+    partial that a torch ``sum`` adds (state-spaces/mamba@e9594ce1 ssd_chunk_state.py
+    ``_chunk_state_bwd_db`` lines 939-940, ssd_chunk_scan.py ``_chunk_scan_bwd_dC`` and
+    ``_chunk_scan_bwd_dcb``): a program takes ``min(ceil(problems x heads / SMs), heads per
+    group)`` heads of a group, so a group's heads split in ``ceil(heads per group / that)``;
+    ``per_head`` the (sequence, chunk, head) problems. 1 where the SMs are unknown (0)."""
+    if num_sms <= 0:
+        return 1
+    per_program = max(min(math.ceil(per_head / num_sms), heads_per_group), 1)
+    return math.ceil(heads_per_group / per_program)
+
+
+def scan_backward(fwd: list[Op], num_sms: int = 0) -> list[Op]:
     """The fused conv1d + SSD function's backward, from its forward ops in ``fwd`` (module
-    docstring): one op per kernel, the Triton ones over the bytes they move (``compute.ssd``;
-    the ``dB`` and ``dC`` kernels' fp32 partials for one split, ``scan_workspace``)."""
+    docstring): one op per kernel, the Triton ones over the bytes they move (``compute.ssd``),
+    the ``dB``, ``dC`` and ``dcb`` kernels' fp32 partials once per head split on a GPU of
+    ``num_sms`` SMs (``nsplits``; one where 0)."""
     by = {op.name: op for op in fwd if op.name.startswith(SSD)}
     conv, cumsum, passing = by[SSD + "conv1d"], by[SSD + "chunk_cumsum"], by[SSD + "state_passing"]
     state, cb = cast(Gemm, by[SSD + "chunk_state"]), cast(Gemm, by[SSD + "bmm_chunk"])
@@ -211,6 +225,7 @@ def scan_backward(fwd: list[Op]) -> list[Op]:
     per_head, per_group = state.batch, cb.batch
     tokens_heads = per_head * q  # (token, head) pairs (the last chunk counted whole)
     s = scan_bytes(per_head, per_group, q, p, n)
+    splits = nsplits(per_head, per_head // per_group, num_sms)
     partial = 2 * s.bc  # a (token, group) x state fp32 partial of dB or dC, one split
 
     def redo(op: Op) -> Op:
@@ -240,10 +255,11 @@ def scan_backward(fwd: list[Op]) -> list[Op]:
         mm("chunk_scan_chunk_state_bwd_dx", q, p, q + n, per_head,
            3 * s.x + s.bc + s.cb * STATE_BYTES + s.states * ACT + 3 * s.dts),
         mm("chunk_state_bwd_db", q, n, p, per_head,
-           s.x + s.states * ACT + s.bc + 3 * s.dts + partial),
+           s.x + s.states * ACT + s.bc + 3 * s.dts + splits * partial),
         mm("chunk_scan_bwd_dc", q, n, p, per_head,
-           s.states * ACT + s.x + s.bc + 2 * s.dts + partial),
-        mm("chunk_scan_bwd_dcb", q, q, p, per_head, 2 * s.x + 2 * s.dts + s.cb * STATE_BYTES),
+           s.states * ACT + s.x + s.bc + 2 * s.dts + splits * partial),
+        mm("chunk_scan_bwd_dcb", q, q, p, per_head,
+           2 * s.x + 2 * s.dts + splits * s.cb * STATE_BYTES),
         mm("bmm_chunk_bwd_db", q, n, q, per_group, 2 * s.bc + s.cb * STATE_BYTES + partial),
         mm("bmm_chunk_bwd_dc", q, n, q, per_group, 2 * s.bc + s.cb * STATE_BYTES + partial),
         # ddA_cumsum_prev[..., -1] += ..., .flip(-1).cumsum(-1).flip(-1), ddA += ddA_next +
@@ -256,7 +272,7 @@ def scan_backward(fwd: list[Op]) -> list[Op]:
                     kernel="ssd_cumsum.bwd", impl=SSD_IMPL),
         # reads xBC and its gradient, writes the input gradient (weights' gradients beside)
         Elementwise(SSD + "conv1d.bwd", bytes=conv.bytes * 3 / 2, kernel="causal_conv1d.bwd"),
-        *scan_workspace(tokens_heads, per_group, q, n),
+        *scan_workspace(tokens_heads, per_group, q, n, splits),
     ]
 
 
@@ -282,23 +298,22 @@ DDA_TILE = 32
 row per 32 rows of the chunk (ssd_chunk_scan.py line 1709)."""
 
 
-def scan_workspace(tokens_heads: int, per_group: int, q: int, n: int) -> list[Op]:
+def scan_workspace(tokens_heads: int, per_group: int, q: int, n: int, splits: int = 1
+                   ) -> list[Op]:
     """The backward's small torch and pre-hook kernels (``SPLIT_SUMS``, ``WORKSPACE_KERNELS``)
     from the scan's sizes: ``tokens_heads`` (token, head) pairs, ``per_group`` (sequence, chunk,
-    group) problems of chunk ``q`` and state ``n``. The split sums read the fp32 partials and
-    write fp32, one split priced: ``nsplits`` is a group's heads over min(ceil(chunks x heads /
-    SMs), its heads) heads a program, above 1 where a group holds more heads than there are
-    (chunk, head) problems per SM (2 at Nemotron-H 56B's tp-8 rank shape on 132 SMs), which the
-    workload, without the GPU, does not price; the zeroed ``ddt`` and ``ddA`` buffers and the
-    cumsum are (token, head) fp32 vectors, the ``ddA`` partial sum reads one per 32 chunk rows;
-    the ``dD`` ones are a few values per head and chunk. Each is a tensor method the Python of
-    the fused function's backward calls with no module, hook or autograd record around it (grad
-    mode is off in a backward): ``compute.host.PY_LAUNCH_S`` of host time a kernel."""
+    group) problems of chunk ``q`` and state ``n``. The split sums read the fp32 partials of
+    ``splits`` head splits (``nsplits``: 2 at Nemotron-H 56B's tp-8 rank shape on 132 SMs) and
+    write fp32; the zeroed ``ddt`` and ``ddA`` buffers and the cumsum are (token, head) fp32
+    vectors, the ``ddA`` partial sum reads one per 32 chunk rows; the ``dD`` ones are a few values
+    per head and chunk. Each is a tensor method the Python of the fused function's backward calls
+    with no module, hook or autograd record around it (grad mode is off in a backward):
+    ``compute.host.PY_LAUNCH_S`` of host time a kernel."""
     group_state = per_group * q * n  # (token, group) B or C elements
     cb = per_group * q * q  # C B^T elements
     return [
-        Elementwise(SSD + "split_sums", bytes=2 * 2 * group_state * STATE_BYTES
-                    + 2 * cb * STATE_BYTES, kernels=SPLIT_SUMS, py_kernels=SPLIT_SUMS,
+        Elementwise(SSD + "split_sums", bytes=2 * (splits + 1) * group_state * STATE_BYTES
+                    + (splits + 1) * cb * STATE_BYTES, kernels=SPLIT_SUMS, py_kernels=SPLIT_SUMS,
                     impl="eager"),
         Elementwise(SSD + "workspace", kernels=WORKSPACE_KERNELS, py_kernels=WORKSPACE_KERNELS,
                     impl="eager",
@@ -314,4 +329,4 @@ def mamba_backward_flops(cfg: RunConfig, sh: Shard) -> float:
 
 
 __all__ = ["SSD", "SSD_IMPL", "SSD_LAST", "ScanBytes", "chunk_scan_forward", "mamba_forward",
-           "scan_backward", "scan_bytes", "scan_workspace"]
+           "nsplits", "scan_backward", "scan_bytes", "scan_workspace"]

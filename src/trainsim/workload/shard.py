@@ -58,6 +58,7 @@ class Shard:
     dtype: str  # GEMM dtype
     attention_impl: str
     parallel_block: bool = False
+    num_sms: int = 0  # the GPU's SMs (a kernel whose grid or splits follow them); 0: unknown
     cp_comm: str = "p2p"  # parallel.cp_comm_type
     cp_ring: bool = False
     """CP is PyTorch's experimental ``context_parallel``: one SDPA per ring step, merged by
@@ -307,6 +308,7 @@ def shard_of(cfg: RunConfig) -> Shard:
     return Shard(tokens=t.micro_batch_size * q_len, batch=t.micro_batch_size, q_len=q_len,
                  seq=t.seq_length, tp=p.tp, sp=p.sequence_parallel, cp=p.cp, dtype=t.dtype,
                  attention_impl=t.attention, parallel_block=cfg.model.parallel_block,
+                 num_sms=cfg.cluster.gpu.num_sms,
                  cp_comm=p.cp_comm_type, fp8_recipe=t.fp8_recipe,
                  eager=t.modules == "eager" and not t.compile,
                  split_projections=separate_projections(cfg),
