@@ -278,6 +278,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # its own MoE router's gate GEMM runs under autocast to fp32 (workload.moe_titan): the
     # input and weight cast up, an fp32 GEMM (no TF32), the gradients cast back
     "moe_gate_fp32": _nullable(_bool),
+    # its own MoE layer runs the shared experts between issuing the combine's async all-to-all
+    # and the exchanged rows' first use: they hide it in the forward, not in the backward
+    # (workload.moe_titan.shared_beside_combine)
+    "moe_shared_combine_overlap": _nullable(_bool),
     # with torch.compile the loss (the fp32 upcast, log-softmax and NLL) is compiled too
     "compiled_loss": _nullable(_bool),
     # the training loop shifts the logits for the loss with ``logits[..., :-1, :].contiguous()``
@@ -549,7 +553,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "remat_dce", "onehot_embedding", "voca
     "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
     "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",
     "mla_down_proj_duplicated", "fp8_dtensor_tp", "fp8_weight_transpose_copy", "sdpa_by_arch",
-    "sdpa_backends", "moe_gate_fp32",
+    "sdpa_backends", "moe_gate_fp32", "moe_shared_combine_overlap",
     "modules", "cpu_offloading", "moe_probs_in_expert", "moe_fp8_padding",
     "moe_deepep_permute_pads", "grouped_gemm", "grouped_gemm_by_arch", "moe_experts", "moe_te_permute_maps",
     "moe_router_force_balance", "delay_wgrad_compute", "moe_shared_experts_attn_node",

@@ -437,7 +437,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
     for j in range(len(fwd) - 1, -1, -1):
         op = fwd[j]
         starts[j] = len(ops)
-        if isinstance(op, Comm) and op.beside_next:
+        if isinstance(op, Comm) and op.beside_next and op.beside_in_backward:
             # an exchange beside compute on the other stream issued after it (moe_block._beside):
             # Megatron-core gives its gradient the highest autograd sequence number
             # (shared_experts.py ``set_tensor_grad_fn_sequence_sr``), so the conjugate is issued

@@ -76,7 +76,11 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     # the combine's (combine_postprocess L828-830), its output waited for after the
     # unpermutation (get_output, L846-847)
     beside = shared is not None and p.moe_token_dispatcher_type == "alltoall" \
-        and shared_expert_overlap(cfg)
+        and shared_expert_overlap(cfg) and not titan  # torchtitan has no side stream
+    # torchtitan's shared experts between its async combine and the combine's first use, in
+    # the forward only (moe_titan.shared_beside_combine)
+    titan_beside = shared is not None and moe_titan.shared_beside_combine(
+        p.ep, bool(titan) and bool(profile_supports(cfg, "moe_shared_combine_overlap")))
     if titan:
         ops.extend(moe_titan.router_ops(tokens, E, m.hidden_size, k,
                                         bool(profile_supports(cfg, "moe_gate_fp32"))))
@@ -222,6 +226,10 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         if shared is not None and beside:  # fc2 beside the combine, its TP exit beside the
             ops.extend([_beside(combine, shared[2]), *shared[2]])  # unpermutation
             ops.extend(_beside(c, unpermute_ops) for c in shared[3])
+        elif shared is not None and titan_beside:  # the whole block, then the combine's ops
+            ops.append(replace(_beside(combine, shared[1] + shared[2]),
+                               beside_in_backward=False))
+            ops.extend(shared[0] + shared[1] + shared[2] + shared[3])
         else:
             ops.append(combine)
     if hybrid:
@@ -230,7 +238,7 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         ops.extend(unpermute_ops)
     if m.moe_latent_size:  # postprocess: latent -> h after the combine, before the shared add
         latent_proj(ops, sh, "moe_fc2_latent", tokens, m.hidden_size, h)
-    if shared is not None and not beside:
+    if shared is not None and not beside and not titan_beside:
         ops.extend(shared[0] + shared[1] + shared[2] + shared[3])
 
 

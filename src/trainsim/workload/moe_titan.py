@@ -59,6 +59,20 @@ the layer waits for the GPU only there, where EP > 1 (``exchange_ops``), and in 
 experts of GPUs below SM90 (``.tolist()`` of the counts, ``_run_experts_for_loop``). The routing
 scores stay on the source rank (no exchange of probabilities).
 
+Shared experts beside the combine (profile ``moe_shared_combine_overlap``, 476a965f9 "Implicit
+overlap of shared expert compute and token combine communication", #1741, 2025-09-23, to
+963c20cba, #3386, 2026-05-20; ``shared_beside_combine``): the combine's
+``all_to_all_single_autograd`` (a functional collective, waited at its output's first use) is
+issued, then the shared experts run, then the score product reads the exchanged rows
+(a9aa50696 torchtitan/models/moe.py L417-L437; from 09ea7d8e7 inside
+``AllToAllTokenDispatcher.combine``: "shared_experts overlaps with the async all-to-all
+combine", 963c20cba^ token_dispatcher.py L399-L478). In the backward, autograd runs the
+shared experts' nodes (later in the forward, higher sequence numbers) before the exchange's:
+its gradient's all-to-all is issued after them, with nothing left to hide it. 963c20cba moves
+the shared experts after the combine ("Removes async overlap between shared_experts and the
+all-to-all combine"). Not Megatron-core's side stream (``moe_block._beside``), which hides both
+passes; a run's ``moe_shared_expert_overlap`` (Megatron-core's flag) does not apply here.
+
 Kernels and bytes are counted from the code, not profiled (no torchtitan MoE step was measured
 here); the grouped GEMMs, SwiGLU and padding copies are ``moe_experts``' (run 6's H200 forwards
 and VeOmni's torchtitan copy, benchmarks/RESULTS.md 54th session, moe54).
@@ -196,6 +210,13 @@ def exchange_ops(ep: int, experts: int, loop: bool) -> list[Op]:
     return ops
 
 
+def shared_beside_combine(ep: int, overlap: bool) -> bool:
+    """Whether the shared experts run beside the combine's exchange (``overlap``: the profile's
+    ``moe_shared_combine_overlap``, this module's docstring): only where there is one (EP > 1);
+    forward only (``Comm.beside_in_backward`` False)."""
+    return overlap and ep > 1
+
+
 def expert_entry(style: str, rows: int, hidden: int, ep: int) -> list[Op]:
     """Before the grouped GEMMs: the padding permutation of the first two eras; in the last, with
     EP, ``_permute``'s index computation (cumsums, transposes, ``repeat_interleave``, two
@@ -251,4 +272,5 @@ def combine_ops(style: str, tokens: int, routed: int, hidden: int, topk: int) ->
 
 __all__ = ["F32", "INDEX", "ROUTER_KERNELS", "SORTED_INDEX_PUT_KERNELS", "SORT_KERNELS",
            "SORT_PASSES", "STYLES", "combine_ops", "exchange_ops", "expert_entry", "expert_exit",
-           "gather_op", "reorder_op", "router_ops", "score_product", "sort_bytes"]
+           "gather_op", "reorder_op", "router_ops", "score_product", "shared_beside_combine",
+           "sort_bytes"]

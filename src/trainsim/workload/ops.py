@@ -367,6 +367,11 @@ class Comm:
     stream (Megatron-core's shared experts on their side stream beside an expert all-to-all,
     ``workload.moe_block``): only the part longer than them is exposed, plus the SMs it takes
     from them (``Pricer.hidden_behind``); 0 = none."""
+    beside_in_backward: bool = True
+    """With ``beside_next``: whether its conjugate also runs beside that compute's backward
+    (Megatron-core's side stream, ``layers.backward_of``). False: the overlap is the forward's
+    alone (torchtitan's async combine, whose gradient autograd issues after that compute's
+    backward): the conjugate is a plain exchange where the backward meets it."""
     grad_bytes: float | None = None
     """Bytes of its conjugate in the backward pass; None = ``bytes``. (Transformer Engine's fp8
     gathers move 1-byte tensors while the gradients they pair with reduce in 16 bits.)"""
