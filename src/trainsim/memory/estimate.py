@@ -25,11 +25,13 @@ from trainsim.memory.free_of import cache_clear as free_of_clear
 from trainsim.memory.free_of import zero_free
 from trainsim.memory.hf import autocast_fp32_params
 from trainsim.memory.layer_activations import activation_bytes_per_layer
+from trainsim.memory.moe_titan import combine_backward_bytes, shape_of
 from trainsim.memory.mtp import loss_logit_sets, mtp_head_bytes
 from trainsim.memory.ring_attention import ring_backward_bytes
 from trainsim.memory.saved_inputs import gemm_input_bytes
 from trainsim.memory.state import ModelState, model_state
 from trainsim.workload.head import cross_entropy_impl
+from trainsim.workload.moe_block import titan_style
 from trainsim.workload.pipeline_schedules import rank_chunks
 from trainsim.workload.schedule import (
     combined_1f1b,
@@ -286,6 +288,10 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
         ring = ring_backward_bytes(cfg, kv_repeated(cfg), block_inputs)
         if ring:
             temps.append(("ring attention backward (K/V, fp32 dQ/dK/dV)", ring))
+    titan = titan_style(cfg) if m.is_moe and gemm_input_bytes(cfg) == 2 else ""
+    if titan:  # torchtitan's MoE combine: its fp32 gradients (memory.moe_titan)
+        temps.append(("torchtitan MoE combine backward (fp32 gradients)",
+                      combine_backward_bytes(titan, shape_of(cfg))))
     # the loss backward, a recomputed layer's backward and its attention's do not overlap:
     # the larger one counts
     return [max(temps, key=lambda x: x[1])] if temps else []
@@ -299,7 +305,8 @@ def _backward_moment(cfg: RunConfig, temps: list[tuple[str, float]]) -> str:
     what = temps[0][0] if temps else ""
     at = (", at the loss" if what.startswith("logits") else
           ", recomputing a layer" if what == "recomputed layer" else
-          ", in a ring attention's backward" if what.startswith("ring attention") else "")
+          ", in a ring attention's backward" if what.startswith("ring attention") else
+          ", in a MoE combine's backward" if what.startswith("torchtitan MoE") else "")
     if p.pp == 1:
         return f"backward{at}"
     return f"backward{at} ({p.pipeline_schedule or '1F1B'} steady state)"

@@ -16,13 +16,14 @@ from __future__ import annotations
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.config.hybrid import MAMBA, MLP, MOE
-from trainsim.memory import hf
+from trainsim.memory import hf, moe_titan
 from trainsim.memory.graph_outputs import moe_graph_output_bytes, pre_mlp_norm_recomputed
 from trainsim.memory.mla import mla_attention_bytes
 from trainsim.memory.saved_inputs import E5M6_SAVED_BYTES, gemm_input_bytes
 from trainsim.memory.scores import score_bytes
 from trainsim.memory.te_spec import norms_fused, qkv_copies
 from trainsim.model.mamba import in_proj_width, inner
+from trainsim.workload.moe_block import titan_style
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.recompute import per_op_sac_reruns_attention, per_op_sac_saves_no_gemm
 from trainsim.workload.shard import separate_projections
@@ -300,13 +301,19 @@ def _moe_block_bytes(cfg: RunConfig) -> float:
     fp32 ``permuted_probs``) and the combine is a plain unpermute that saves no token copies
     (token_dispatcher.py calls ``unpermute`` without probs): the framework profile's
     ``moe_probs_in_expert``. Elsewhere (older Megatron-core, Hugging Face's loop over experts)
-    the combine weighs each expert's output by its probability and keeps those copies."""
+    the combine weighs each expert's output by its probability and keeps those copies.
+    torchtitan's own layer (``workload.moe_block.titan_style``) in 16-bit keeps what
+    ``memory.moe_titan`` counts."""
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     T = tr.micro_batch_size * tr.seq_length / p.cp
     tokens = T / p.tp if p.sequence_parallel else T
     h = m.hidden_size
     recv = _moe_recv(cfg)
     x = gemm_input_bytes(cfg)
+    style = titan_style(cfg)
+    if style and x == 2:  # torchtitan's own layer, 16-bit (memory.moe_titan)
+        return tokens * h * 2 * 2 + moe_titan.saved_bytes(
+            style, moe_titan.shape_of(cfg), profile_supports(cfg, "moe_gate_fp32"))
     inner = _inner_bytes(cfg, m.expert_ffn_size / p.etp)
     out = tokens * h * 2 * 2 + tokens * (m.num_experts or 0) * 4  # norm + router in, probs
     d = m.expert_input_size  # the experts' width: a latent MoE's latent
