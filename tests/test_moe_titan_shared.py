@@ -91,3 +91,30 @@ def test_one_ep_rank_has_nothing_to_hide_and_megatrons_flag_does_not_apply():
     assert _combine(stated) == _combine(plain)
     dispatch = next(op for op in stated if op.name == "moe.dispatch_all_to_all")
     assert dispatch.beside_next == 0
+
+
+def test_deepep_combine_hides_them_from_february_to_july_2026():
+    """e215f4f32 (2026-02-05) starts DeepEP's combine asynchronously before the shared experts;
+    4a93ee4e4 (2026-08-11) syncs it inside ``combine``. From 963c20cba only without a TP split
+    of the tokens (``sp_size == 1``). HybridEP's combine is synchronous."""
+    def deepep(version, **parallel):
+        cfg = moe_layer_cfg("deepep", ep=16, framework="torchtitan", version=version,
+                            **parallel)
+        return replace(cfg, model=replace(cfg.model, moe_shared_expert_intermediate_size=SHARED))
+
+    for version, on in (("2026-01", False), ("2026-02", True), ("2026-06", True),
+                        ("2026-07", True), ("2026-08", False)):
+        fwd, bwd = moe_layer_ops(deepep(version))
+        c = _combine(fwd)
+        assert (c.beside_next == 3) is on, version
+        assert not c.beside_in_backward or not on
+        if on:
+            names = [op.name for op in fwd]
+            assert names[names.index(c.name) + 1] == f"{SHARED_EXPERT_PREFIX}fc1"
+            cb = [op.name for op in bwd].index("moe.combine_all_to_all.bwd")
+            assert bwd[cb].beside_next == 0
+    split = deepep("2026-06", tensor_model_parallel_size=2, sequence_parallel=True)
+    assert _combine(moe_layer_ops(split)[0]).beside_next == 0
+    hybrid = replace(deepep("2026-06"), parallel=replace(deepep("2026-06").parallel,
+                                                        moe_token_dispatcher_type="hybridep"))
+    assert _combine(moe_layer_ops(hybrid)[0]).beside_next == 0

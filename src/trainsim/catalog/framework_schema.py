@@ -278,10 +278,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # its own MoE router's gate GEMM runs under autocast to fp32 (workload.moe_titan): the
     # input and weight cast up, an fp32 GEMM (no TF32), the gradients cast back
     "moe_gate_fp32": _nullable(_bool),
-    # its own MoE layer runs the shared experts between issuing the combine's async all-to-all
-    # and the exchanged rows' first use: they hide it in the forward, not in the backward
-    # (workload.moe_titan.shared_beside_combine)
-    "moe_shared_combine_overlap": _nullable(_bool),
+    # the token dispatchers whose combine its own MoE layer issues asynchronously before the
+    # shared experts and waits for after them: they hide it in the forward, not in the
+    # backward (workload.moe_titan.shared_beside_combine)
+    "moe_shared_combine_overlap": _nullable(_list_of(MOE_DISPATCHERS, "MoE token dispatchers")),
     # with torch.compile the loss (the fp32 upcast, log-softmax and NLL) is compiled too
     "compiled_loss": _nullable(_bool),
     # the training loop shifts the logits for the loss with ``logits[..., :-1, :].contiguous()``

@@ -11,7 +11,7 @@ import functools
 import math
 from dataclasses import replace
 
-from trainsim.catalog.frameworks import profile_supports
+from trainsim.catalog.frameworks import framework_feature, profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload import moe_balance, moe_experts, moe_permute, moe_router, moe_titan
 from trainsim.workload import moe_dispatch as disp
@@ -80,7 +80,8 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     # torchtitan's shared experts between its async combine and the combine's first use, in
     # the forward only (moe_titan.shared_beside_combine)
     titan_beside = shared is not None and moe_titan.shared_beside_combine(
-        p.ep, bool(titan) and bool(profile_supports(cfg, "moe_shared_combine_overlap")))
+        p.ep, p.moe_token_dispatcher_type, _shared_overlapped(cfg), bool(titan),
+        p.tp > 1 and p.sequence_parallel)
     if titan:
         ops.extend(moe_titan.router_ops(tokens, E, m.hidden_size, k,
                                         bool(profile_supports(cfg, "moe_gate_fp32"))))
@@ -312,6 +313,16 @@ def titan_style(cfg: RunConfig) -> str:
             or p.moe_token_dispatcher_type != "alltoall":
         return ""
     return _profile_experts(str(framework), getattr(cfg.training, "framework_version", None))
+
+
+def _shared_overlapped(cfg: RunConfig) -> tuple[str, ...]:
+    """The dispatchers whose combine the run's framework hides behind its shared experts
+    (profile ``moe_shared_combine_overlap``)."""
+    framework = getattr(cfg.training, "framework", None)
+    if not framework:
+        return ()
+    return framework_feature(str(framework), getattr(cfg.training, "framework_version", None),
+                             "moe_shared_combine_overlap") or ()
 
 
 @functools.cache

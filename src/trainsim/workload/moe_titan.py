@@ -72,6 +72,11 @@ its gradient's all-to-all is issued after them, with nothing left to hide it. 96
 the shared experts after the combine ("Removes async overlap between shared_experts and the
 all-to-all combine"). Not Megatron-core's side stream (``moe_block._beside``), which hides both
 passes; a run's ``moe_shared_expert_overlap`` (Megatron-core's flag) does not apply here.
+Under DeepEP (whose layer trainsim still builds in Megatron-core's structure) the same forward
+overlap runs from e215f4f32 (2026-02-05: ``DeepEPMoE.forward`` starts the combine
+asynchronously, runs the shared experts, then ``sync_combine()``) to 4a93ee4e4 (2026-08-11:
+the combine syncs before it returns), from 963c20cba only where the tokens are not split
+over TP; the profile lists the dispatchers per month.
 
 Kernels and bytes are counted from the code, not profiled (no torchtitan MoE step was measured
 here); the grouped GEMMs, SwiGLU and padding copies are ``moe_experts``' (run 6's H200 forwards
@@ -210,11 +215,18 @@ def exchange_ops(ep: int, experts: int, loop: bool) -> list[Op]:
     return ops
 
 
-def shared_beside_combine(ep: int, overlap: bool) -> bool:
-    """Whether the shared experts run beside the combine's exchange (``overlap``: the profile's
-    ``moe_shared_combine_overlap``, this module's docstring): only where there is one (EP > 1);
-    forward only (``Comm.beside_in_backward`` False)."""
-    return overlap and ep > 1
+def shared_beside_combine(ep: int, dispatcher: str, overlapped: tuple[str, ...], titan: bool,
+                          tp_split: bool) -> bool:
+    """Whether torchtitan's shared experts run beside the combine's exchange, forward only
+    (``Comm.beside_in_backward`` False): where there is one (EP > 1) and its dispatcher is one
+    of ``overlapped`` (the profile's ``moe_shared_combine_overlap``): the all-to-all under
+    torchtitan's own layer (``titan``; this module's docstring), DeepEP's async combine where
+    the tokens are not split over TP (``tp_split``: 963c20cba "Overlaps with DeepEP async
+    combine when sp_size == 1"; e215f4f32 2026-02-05 to 4a93ee4e4 2026-08-11, its backward a
+    dispatch synced in its op). HybridEP's combine is synchronous."""
+    if ep <= 1 or dispatcher not in overlapped:
+        return False
+    return titan if dispatcher == "alltoall" else dispatcher == "deepep" and not tp_split
 
 
 def expert_entry(style: str, rows: int, hidden: int, ep: int) -> list[Op]:
