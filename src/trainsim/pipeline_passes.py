@@ -51,6 +51,8 @@ class PipelineTasks:
     gathered: dict[int, tuple[Priced, Priced]]
     link_tail: dict[int, int]
     lone: LonePasses | None
+    first_bwd: dict[int, tuple]
+    """Per virtual stage, the work its first backward leads with (TE's weight transposes)."""
     _memo: dict
 
     if TYPE_CHECKING:
@@ -86,10 +88,15 @@ class PipelineTasks:
                 first_wait[0] = self._bucket_gather_wait(bucketed)
         # Transformer Engine casts each 16-bit fp8 weight into its cached workspace in the
         # iteration's first forward of the module (``workload.te_weight_cache``)
+        # (before TE 1.8 fp8 parameters' transposes in its first backward instead: first_bwd)
+        self.first_bwd = {}
         for v, layers in enumerate(self.cfg.virtual_ranges):
             cast = weight_quantization(self.cfg, layers)
             if cast:
                 first_wait[v] = first_wait.get(v, interned(())) + self.pricer.price(cast)
+            late = weight_quantization(self.cfg, layers, backward=True)
+            if late:
+                self.first_bwd[v] = self._pass_spec(v % pp, self.pricer.price(late), False)
         # the same tasks pass_and_send would add
         fwd_spec = [self._pass_spec(v % pp, self.work[v][0], v < last_v, True)
                     for v in range(last_v + 1)]
@@ -187,6 +194,12 @@ class PipelineTasks:
                             deps = [fwd_task[at]]
                         if s in link_tail:
                             deps.append(link_tail[s])
+                        if mb == 0 and v in self.first_bwd:  # on the compute stream first
+                            lead = self.first_bwd[v]
+                            add_tag(k)
+                            add_task(Task(lead[0], lead[1], deps, f"te weight transpose "
+                                          f"chunk {chunk}", lead[2], lead[3], lead[5]))
+                            deps = [*deps, len(tasks) - 1]
                         # ZeRO-3 / FSDP reduce each micro-batch's gradients per unit as its
                         # backward goes (the split pass): every backward but under no-sync
                         if slow_bwd[s] and (mb == last_mb or sync_every_mb or split_fsdp):

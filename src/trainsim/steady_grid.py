@@ -193,7 +193,7 @@ def uncontended_run(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | 
         return None
     _, fwd, first, bwd, slow_bwd = tg.pass_specs()  # gathers, if any, are in tg.tasks
     specs = [*fwd, *bwd, *first.values()]
-    if tg.tasks or tg.lone or any(slow_bwd) or any(sp[4] is not None or sp[5] is not None
+    if tg.tasks or tg.lone or tg.first_bwd or any(slow_bwd) or any(sp[4] is not None or sp[5] is not None
                                                    for sp in specs):
         return None  # gathers, gradient reductions, unpaired passes, separate sends, contention
     pp, vpp = p.pp, p.vpp

@@ -254,7 +254,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # compute stream, every micro-batch (workload.megatron_fsdp)
     "megatron_fsdp_unfused_wgrad": _nullable(_bool),
     # Megatron-core's TE modules take is_first_microbatch: each 16-bit fp8 weight is cast into
-    # TE's cached workspace once per iteration, in its first forward (workload.te_weight_cache)
+    # TE's cached workspace once per iteration, in its first forward; fp8 parameters get their
+    # transposes once per iteration, in the first backward before TE 1.8 (the te_version),
+    # else the first forward (workload.te_weight_cache)
     "te_weight_cache": _nullable(_bool),
     # Megatron-FSDP runs keep 16-bit weights whatever fp8_param_gather says (NeMo 25.04's perf
     # scripts turn it off under FSDP; Megatron-LM refuses FSDP with fp8 params before TE 2.3):

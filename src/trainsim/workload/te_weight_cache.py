@@ -23,13 +23,35 @@ step invalidates their transposes (Megatron-LM@3cdfd613 megatron/core/fp8_utils.
 first forward of each per-tensor scaled weight makes its transpose again for the dgrad GEMM
 (TransformerEngine@bee4649c pytorch/tensor/float8_tensor.py ``update_usage`` L431-L466:
 ``_create_transpose`` = ``tex.fp8_transpose`` unless ``non_tn_fp8_gemm_supported()``).
+
+Where each Transformer Engine release makes them (the profile's ``te_version``):
+
+* 16-bit weights, every release read: the cast and its transpose (column-wise copy) together
+  in the module's first forward of the step (TE@09ba842 linear.py L92, L145-147
+  ``fp8_cast_transpose_fused``; v1.6rc1 9e4091e7 linear.py L149-167; v1.8 linear.py L996-1006
+  ``get_fp8_workspace(with_transpose=...)``; v2.8 linear.py L243-263 ``get_weight_workspace``
+  with the quantizer's column-wise usage). MXFP8 quantizes both layouts from the 16-bit weight
+  there too (``fp8_cast_bytes``).
+* fp8 parameters before TE 1.8: each module's backward makes the transpose
+  (v1.6rc1 9e4091e7 linear.py L362-365, layernorm_linear.py L380-381, layernorm_mlp.py
+  L606-611 ``transpose_2d(cache=ctx.is_first_microbatch is not None)``; v1.7 the same), cached
+  until the optimizer writes the weight (float8_tensor.py L466-509, ``_reset_caches`` L540-545;
+  NeMo v2.0.0.rc0.beta core/optim/distributed_adam.py L555-560 after each parameter sync): in
+  each chunk's first backward of the step (:data:`TE_FORWARD_TRANSPOSE`).
+* fp8 parameters from TE 1.8: the module's first forward fills the cache (v1.8 linear.py
+  L983-995 ``transpose_2d(fill_cache=True)`` when ``is_first_microbatch``; b1a0e0a7, PR 820,
+  2024-05-29); from TE 2.0 the forward's ``update_usage(columnwise_usage=True)`` (v2.8
+  linear.py L392-395, tensor/_internal/float8_tensor_base.py L191-229) on the invalidated
+  cache, the same place.
+* MXFP8 parameters (TE >= 2.11, d126cdd6): the optimizer's cast writes both layouts
+  (TransformerEngine@d0067d0d pytorch/tensor/utils.py L1015-1146): no transpose.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from trainsim.catalog.frameworks import profile_supports
+from trainsim.catalog.frameworks import framework_feature, profile_supports, te_at_least
 from trainsim.config import RunConfig
 from trainsim.config.hybrid import layer_kind
 from trainsim.workload.fp8_gather import fp8_weight_shapes, fp8_weights_gathered
@@ -47,6 +69,23 @@ WEIGHT_QUANTIZE = "te_weight_quantize"
 
 WEIGHT_TRANSPOSE = "te_weight_transpose"
 """Name of the once-per-iteration transpose of a stage's fp8 parameters (``fp8_param_gather``)."""
+
+
+TE_FORWARD_TRANSPOSE = "1.8"
+"""The first Transformer Engine release whose modules make a cached fp8 parameter's transpose in
+the step's first forward (TransformerEngine@b1a0e0a7, 2024-05-29, "Refactor FP8 workspaces in
+linear modules", between v1.7 and v1.8); before it the first backward made it. A profile with
+no ``te_version`` is taken as this release or later."""
+
+
+def transposes_in_backward(cfg: RunConfig) -> bool:
+    """Whether the run's fp8 parameter transposes (:func:`transposes`) are made in each chunk's
+    first backward of the step rather than its first forward: a recorded ``te_version`` before
+    :data:`TE_FORWARD_TRANSPOSE`."""
+    t = cfg.training
+    return transposes(cfg) and framework_feature(
+        t.framework, t.framework_version, "te_version") is not None and \
+        not te_at_least(t.framework, t.framework_version, TE_FORWARD_TRANSPOSE)
 
 
 def transposes(cfg: RunConfig) -> bool:
@@ -75,13 +114,17 @@ def applies(cfg: RunConfig) -> bool:
         profile_supports(cfg, "te_weight_cache")
 
 
-def weight_quantization(cfg: RunConfig, layers: Iterable[int]) -> list[Op]:
+def weight_quantization(cfg: RunConfig, layers: Iterable[int], backward: bool = False
+                        ) -> list[Op]:
     """The cast of the fp8 matmul weights of ``layers`` (as one rank holds them, ``fp8_weight_
     shapes``; routed experts' by their local count) at the iteration's first micro-batch:
     per weight element the recipe's cast bytes, each tensor the recipe's cast kernels; under
-    ``transposes`` the fp8 parameters' transposes instead. Empty where neither applies."""
+    ``transposes`` the fp8 parameters' transposes instead. ``backward``: the work of the
+    chunk's first backward (:func:`transposes_in_backward`), else of its first forward.
+    Empty where neither applies there."""
     transpose = transposes(cfg)
-    if not applies(cfg) and not transpose:
+    if not applies(cfg) and not transpose or \
+            backward != (transpose and transposes_in_backward(cfg)):
         return []
     sh = shard_of(cfg)
     elements = tensors = 0.0
