@@ -22,7 +22,7 @@ from trainsim.catalog.defaults import (
     window_attention_problem,
 )
 from trainsim.catalog.names import aliases_of
-from trainsim.catalog.run_framework import dense_moe_settings, framework_model, unstated_recipe
+from trainsim.catalog.run_framework import dense_moe_settings, fp8_settings_ignored, framework_model
 from trainsim.catalog.shared_sections import kept_section
 from trainsim.catalog.te_attention import blackwell_head_dim_attention, wide_head_attention
 from trainsim.catalog.units import (
@@ -49,7 +49,6 @@ from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES, gpu_missing
 from trainsim.config.model import check_model_source
 from trainsim.config.parallel import ALIASES
 from trainsim.config.safe_load import load_file, parse_value, shown_path
-from trainsim.config.training import fp8_recipe_ignored
 from trainsim.errors import (
     CatalogError,
     ConfigError,
@@ -506,7 +505,7 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
     gpu_name = cluster_raw.get("gpu") or (_node_named(cluster_raw["node"])["gpu"]
                                           if "node" in cluster_raw
                                           and not _no_preset(cluster_raw["node"]) else None)
-    stated, recipe = training_raw.get("attention"), training_raw.get("fp8_recipe")  # as stated
+    stated = training_raw.get("attention")  # as stated
     given = stated not in (None, "")
     unfilled = (dict(parallel_raw), dict(training_raw))
     apply_framework(parallel_raw, training_raw, gpu_name)
@@ -529,8 +528,7 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
                                          lambda: _cluster_section(cluster)))
     if not model.is_moe:
         dense_moe_settings(cfg, *unfilled, gpu_name)
-    if (ignored := fp8_recipe_ignored(recipe, cfg.training.dtype)) is not None and \
-            cfg.training.fp8_recipe != unstated_recipe(*unfilled, gpu_name):
+    for ignored in fp8_settings_ignored(*unfilled, gpu_name, cfg.training):
         warnings.warn(ignored, TrainsimWarning, stacklevel=2)  # a config it was valid for
     return cfg
 

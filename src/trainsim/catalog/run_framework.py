@@ -1,5 +1,5 @@
 """What ``training.framework`` does to a run config as it is read (``catalog.run_config_from_dict``):
-the dropouts and MTP layers its model class builds, the fp8 recipe a run would hold unstated, and
+the dropouts and MTP layers its model class builds, the fp8-only settings a 16-bit run states and ignores, and
 a dense model's MoE-only settings refused."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from trainsim.catalog.defaults import apply_framework, framework_dropouts
 from trainsim.catalog.raw_values import given as _given
 from trainsim.config import ModelConfig, RunConfig, TrainingConfig
 from trainsim.config._build import build
+from trainsim.config.training import FP8_ONLY_SETTINGS, fp8_recipe_ignored
 from trainsim.errors import ConfigError, TrainsimError
 
 
@@ -33,20 +34,30 @@ def dense_moe_settings(cfg: RunConfig, parallel_raw: dict[str, Any],
         raise ConfigError(problem)
 
 
-def unstated_recipe(parallel_raw: dict[str, Any], training_raw: dict[str, Any],
-                     gpu_name: Any) -> str | None:
-    """The fp8 recipe a run would hold had its config not stated one (the framework's default,
-    else ``TrainingConfig``'s; None where that run is refused): a recipe stated at that value
-    changes nothing, so it is not warned of as ignored (robust52: every resolved config of a
-    16-bit run, which states the recipe it holds, was warned of when read back)."""
-    training = {k: v for k, v in training_raw.items() if k != "fp8_recipe"}
-    with warnings.catch_warnings():
+def fp8_settings_ignored(parallel_raw: dict[str, Any], training_raw: dict[str, Any],
+                         gpu_name: Any, training: TrainingConfig) -> list[str]:
+    """The warnings for the fp8-only settings (``FP8_ONLY_SETTINGS``) a 16-bit run's config
+    states (``training_raw``, before a framework fills it; ``training``, the section built):
+    the recipe where stated, the others where they ask for something (a switch on, a count
+    above 0). One stated at the value the run would hold had its config not stated it (the
+    framework's default, else ``TrainingConfig``'s) changes nothing and is not warned of
+    (robust52: every resolved config of a 16-bit run states the recipe it holds, and a
+    torchtitan one ``fp8_param_gather: true``)."""
+    if training.dtype == "fp8":
+        return []
+    stated = {k: training_raw[k] for k in FP8_ONLY_SETTINGS if _given(training_raw.get(k))
+              and (k == "fp8_recipe" or getattr(training, k))}
+    if not stated:
+        return []
+    rest = {k: v for k, v in training_raw.items() if k not in stated}
+    unstated: TrainingConfig | None = None
+    with warnings.catch_warnings(), contextlib.suppress(TrainsimError):
         warnings.simplefilter("ignore")
-        try:
-            apply_framework(dict(parallel_raw), training, gpu_name)
-            return build(TrainingConfig, training, "training").fp8_recipe
-        except TrainsimError:
-            return None
+        apply_framework(dict(parallel_raw), rest, gpu_name)
+        unstated = build(TrainingConfig, rest, "training")
+    return [msg for k, v in stated.items()
+            if (unstated is None or getattr(training, k) != getattr(unstated, k))
+            and (msg := fp8_recipe_ignored(v, training.dtype, k)) is not None]
 
 
 def framework_model(m: ModelConfig, raw: Any, training: dict[str, Any]) -> ModelConfig:

@@ -307,12 +307,27 @@ def check_run_tokens(training: TrainingConfig, tokens: float, name: str) -> None
                           "iteration")
 
 
-def fp8_recipe_ignored(stated: Any, dtype: str) -> str | None:
-    """The warning for an ``fp8_recipe`` a config states (``stated``, as written, before a
-    framework's default fills it) with a ``dtype`` that is not fp8, or None: the recipe scales
-    fp8 GEMMs only (Transformer Engine's ``fp8_autocast(enabled=False)`` runs the 16-bit GEMMs
-    and reads no recipe), so the run prices ``dtype`` and ignores it."""
+FP8_ONLY_SETTINGS = ("fp8_recipe", "fp8_param_gather", "num_layers_at_start_in_bf16",
+                     "num_layers_at_end_in_bf16", "attention_output_e5m6")
+"""Training fields read only when ``dtype`` is fp8: the recipe scales fp8 GEMMs; the fp8 weight
+gather, the first / last layers kept in 16 bits and the E5M6 attention output change an fp8
+run only (``RunConfig.bf16_layers`` is empty without fp8; ``workload.layers`` casts to E5M6
+under fp8 alone). Megatron-core reads them the same way: its first / last-layer checks sit
+under ``if self.fp8:`` (NVIDIA/Megatron-LM@d98e8a64 transformer_config.py L1527-1556) and
+``--fp8-param-gather`` is checked against the optimizer only (arguments.py L1095-1097).
+``activation_func_fp8_input_store`` is not one: its SwiGLU casts its saved input to fp8 in a
+16-bit run too (fused_bias_swiglu.py; transformer_config.py L2467-2469 checks SwiGLU only)."""
+
+
+def fp8_recipe_ignored(stated: Any, dtype: str, name: str = "fp8_recipe") -> str | None:
+    """The warning for an fp8-only setting ``name`` (``FP8_ONLY_SETTINGS``) a config states
+    (``stated``, as written, before a framework's default fills it) with a ``dtype`` that is not
+    fp8, or None: the recipe scales fp8 GEMMs only (Transformer Engine's
+    ``fp8_autocast(enabled=False)`` runs the 16-bit GEMMs and reads no recipe), and the others
+    change an fp8 run only, so the run prices ``dtype`` and ignores it."""
     if stated is None or (isinstance(stated, str) and not stated.strip()) or dtype == "fp8":
         return None
-    return (f"training.fp8_recipe={stated} is ignored: training.dtype={dtype} runs no fp8 "
-            "GEMMs (set training.dtype=fp8 to use the recipe)")
+    shown = str(stated).lower() if isinstance(stated, bool) else stated
+    what = "the recipe" if name == "fp8_recipe" else "it"
+    return (f"training.{name}={shown} is ignored: training.dtype={dtype} runs no fp8 "
+            f"GEMMs (set training.dtype=fp8 to use {what})")

@@ -198,6 +198,10 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
         iteration_time_s = simulate(cfg).iteration_time_s
     ideal = None if tokens is None else _work_s(cfg, tokens, iteration_time_s)
     horizon = days * DAY_S if days is not None else None
+    if horizon is not None and horizon < iteration_time_s:  # as tokens below one global batch
+        raise ConfigError(f"days={days:g} (--days) is a window of {horizon:.3g} s, shorter than "
+                          f"one iteration ({iteration_time_s:.3g} s): no step of the run ends "
+                          "in it; give a window of at least one iteration")
     plan, ck = build_plan(cfg, rel)
     asked = rel.checkpoint.interval_s
     if asked is not None and asked < iteration_time_s:

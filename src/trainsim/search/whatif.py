@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.catalog import apply_overrides, run_config_from_dict
-from trainsim.config._build import SI_MULTIPLES, si_float
+from trainsim.config._build import SI_MULTIPLES, si_float, suggest
 from trainsim.config.parallel import ALIASES
 from trainsim.config.run import text_field
 from trainsim.config.safe_load import parse_value, written_float
@@ -242,6 +242,24 @@ def _field(path: str) -> str:
     return ".".join(parts)
 
 
+RUN_SECTIONS = ("model", "parallel", "training", "cluster")
+"""The sections of a run config whose fields a sweep point's one iteration reads."""
+
+
+def _section_problem(path: str) -> str | None:
+    """Why ``--vary PATH`` names no field a sweep can vary (a section other than the run's, or
+    ``reliability``, which only ``trainsim goodput`` reads), or None."""
+    section = path.strip().split(".")[0].strip()
+    if section == "reliability":
+        return (f"--vary {path.strip()}: only trainsim goodput reads the reliability section; "
+                "a sweep simulates one iteration a point and would ignore it")
+    if section not in RUN_SECTIONS:
+        return (f"--vary {path.strip()}: unknown section {section!r}"
+                f"{suggest(section, RUN_SECTIONS)}; a sweep varies a field of model, "
+                "parallel, training or cluster")
+    return None
+
+
 def sweep(raw: dict[str, Any], varies: Sequence[Vary], overrides: Sequence[str] = (),
           progress: Callable[[int, int], None] | None = None) -> SweepResult:
     """Simulate ``raw`` (a config mapping as read from YAML) at every grid point of ``varies``.
@@ -251,6 +269,9 @@ def sweep(raw: dict[str, Any], varies: Sequence[Vary], overrides: Sequence[str] 
     varied = [_field(v.path) for v in varies]  # tp and tensor_model_parallel_size are one
     if len(set(varied)) != len(varied):
         raise ConfigError("--vary: the same field is varied twice")
+    for v in varies:  # a section no point reads failed every point alike (robust55 lead 3)
+        if (problem := _section_problem(v.path)) is not None:
+            raise ConfigError(problem)
     for item in overrides:  # a --set of a varied field was overwritten at every point
         if isinstance(item, str) and "=" in item and _field(item.split("=", 1)[0]) in varied:
             raise ConfigError(f"--set {item.split('=', 1)[0].strip()}: --vary varies that "
