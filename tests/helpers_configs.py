@@ -337,7 +337,6 @@ def shortcut_methods(configs) -> dict[str, int]:
 def assert_same_simulation(fast, full) -> None:
     """A shortcut's Result equals the full simulation's within 1e-9 relative (issue 21 item 1):
     iteration time, every breakdown entry, exposed communication and the critical stage."""
-
     scale = 1e-9 * full.iteration_time_s
     assert fast.iteration_time_s == pytest.approx(full.iteration_time_s, rel=1e-9, abs=0)
     for key, value in full.breakdown.items():
