@@ -228,8 +228,6 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
             energy = EnergyModel(gpu_idle_fraction, node_overhead, pue, grid_g)
             space = search_space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero,
                                  overlap, ep_, etp_, dispatcher, schedules, base)
-        if problem := tp_sizes_problem(space.tp, base, tp_):
-            raise ConfigError(problem)
         ex = make_executor(executor, workers, ray_address)
         with _progress("plan") as update:
             result = plan(base, n_tokens, days, space=space, executor=ex, max_gpus=max_gpus,
@@ -268,23 +266,6 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
             ("CO2", f"{_amount(c.co2_tonnes)} t CO2e at {c.grid_gco2_per_kwh:g} g/kWh")]
     out.print(rows_table([{"": k, "plan": v} for k, v in rows], f"plan: {escape(base.model.name)}"
                          f" on {escape(base.cluster.gpu.name)}, batch {gb} x {seq}"))
-
-
-def tp_sizes_problem(sizes: tuple[int, ...] | None, base: Any, given: str | None) -> str | None:
-    """Why none of plan's --tp sizes can split the model's heads (every GPU count would then
-    answer "no valid configuration fits" without saying why: robust55 lead 4); None if one can."""
-    if not sizes:
-        return None
-    from trainsim.config.validity import kv_heads_fit
-
-    m = base.model
-    split = base.kv_heads_split
-    if any(not m.num_attention_heads % t and kv_heads_fit(m.kv_heads, t, split) for t in sizes):
-        return None
-    kv = f" and its {m.kv_heads} KV heads ({'tp must divide them' if split else 'one must divide the other'})" \
-        if m.kv_heads < m.num_attention_heads else ""
-    return (f"--tp {given}: tp must divide the {m.num_attention_heads} attention heads of "
-            f"{m.name}{kv}; none of the sizes given does")
 
 
 NO_PLAN_EXIT = 1

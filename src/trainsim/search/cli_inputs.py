@@ -1,7 +1,8 @@
 """What the search commands (``search.cli``) and the service's search jobs read, before any
 candidate is costed: comma-separated sizes, a model or GPU given by catalog name or file, the
 fixed base of a search (``build_base``: model, batch, hardware and the ``--set`` fields the
-search must not vary) and a ``--reference`` layout to compare with."""
+search must not vary) and the search space of the options (``search_space``); a
+``--reference`` layout is read in ``search.reference_input``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any
 
 from trainsim.config._build import digit_groups
 from trainsim.errors import ConfigError, TrainsimWarning
+from trainsim.search.reference_input import check_plan_sets, parse_reference
 
 
 def _ascii_text(text: str) -> str:
@@ -370,6 +372,9 @@ def search_space(tp_: str | None, pp_: str | None, cp_: str | None, max_vpp: int
         raise ConfigError(f"{given[1]}: ep must divide the {experts} routed experts of "
                           f"{base.model.name} (each expert-parallel rank holds num_experts/ep "
                           f"of them); {'none of these does' if len(given[0]) > 1 else 'it does not'}")
+    if base is not None and (problem := sizes_problem(sizes, base, {"tp": tp_, "pp": pp_,
+                                                                    "cp": cp_})):
+        raise ConfigError(problem)
     try:
         space = SearchSpace(**sizes, max_vpp=max_vpp, max_micro_batch=max_micro_batch,
                             recompute=rc, zero=parse_ints(zero, "zero", least=0),
@@ -384,6 +389,37 @@ def search_space(tp_: str | None, pp_: str | None, cp_: str | None, max_vpp: int
     from trainsim.search.fixed import sharded_for_replicas
 
     return sharded_for_replicas(space.fixed_by(base.fixed), base)
+
+
+def sizes_problem(sizes: dict[str, tuple[int, ...] | None], base: Any,
+                  given: dict[str, str | None]) -> str | None:
+    """Why none of the ``--tp``, ``--pp`` or ``--cp`` sizes given can split the model at any
+    GPU count (the search space's own tests, ``SearchSpace.memory_keys``: tp divides the
+    heads, pp the layers unless the model or framework splits them unevenly, 2*cp the
+    sequence), or None: the search then said only "no parallel configuration is valid" and
+    plan "no valid configuration fits on any of them" (robust55 lead 4, robust56)."""
+    from trainsim.config.validity import kv_heads_fit
+
+    m, seq = base.model, base.training.seq_length
+    tps, pps, cps = sizes.get("tp"), sizes.get("pp"), sizes.get("cp")
+    if tps and not any(not m.num_attention_heads % t and kv_heads_fit(m.kv_heads, t,
+                                                                      base.kv_heads_split)
+                       for t in tps):
+        kv = f" and its {m.kv_heads} KV heads (" + (
+            "tp must divide them" if base.kv_heads_split else "one must divide the other") + ")" \
+            if m.kv_heads < m.num_attention_heads else ""
+        return (f"--tp {given['tp']}: tp must divide the {m.num_attention_heads} attention "
+                f"heads of {m.name}{kv}; none of the sizes given does")
+    uneven = m.is_moe or base.layout_rule == "front_loaded"  # who splits layers unevenly
+    if pps and not any(p <= m.num_layers and (uneven or not m.num_layers % p) for p in pps):
+        rule = f"at most the {m.num_layers} layers" if uneven else \
+            f"must divide the {m.num_layers} layers"
+        return (f"--pp {given['pp']}: pp {rule} of {m.name} (a stage holds whole layers); "
+                "none of the sizes given does")
+    if cps and not any(c == 1 or not seq % (2 * c) for c in cps):
+        return (f"--cp {given['cp']}: 2*cp must divide the sequence of {seq} tokens (context "
+                "parallelism splits it into 2*cp chunks); none of the sizes given does")
+    return None
 
 
 def nothing_found(result: Any) -> ConfigError:
@@ -509,90 +545,5 @@ def _searched_for_check(full: dict[str, Any], engine: object = None) -> dict[str
     return fill
 
 
-def parse_reference(text: str, base: Any, num_gpus: int):
-    """'tp=8,pp=8,vpp=3,sp=1,recompute=selective,mb=1' -> a Candidate on ``num_gpus`` GPUs."""
-    from trainsim.catalog.framework_rules import uneven_split
-    from trainsim.config import ParallelConfig, RunConfig, as_written, build
-    from trainsim.config._build import SYNONYMS, suggest
-    from trainsim.config.parallel import ALIASES
-    from trainsim.config.safe_load import parse_value
-    from trainsim.config.validity import zero_stages
-    from trainsim.search.candidate import Candidate, MemoryKey
-
-    names = {"sp": "sequence_parallel", "zero": "zero_stage", "distopt": "distributed_optimizer",
-             **ALIASES}
-    parallel: dict[str, Any] = {}
-    written: dict[str, str] = {}  # full field name -> as the user wrote it
-    micro = 1
-    for item in text.replace(";", ",").split(","):
-        if not item.strip():
-            continue
-        if "=" not in item:
-            raise ConfigError(f"--reference {item!r}: expected field=value")
-        k, v = (s.strip() for s in item.split("=", 1))
-        value = parse_value(v, f"--reference {k}")
-        if names.get(k, k) in parallel or k in ("mb", "micro_batch_size") and "mb" in written:
-            raise ConfigError(f"--reference {k}: given twice; give each field once")
-        if k in ("mb", "micro_batch_size"):
-            micro, written["mb"] = value, k
-        else:
-            parallel[names.get(k, k)] = value
-            written[names.get(k, k)] = k
-    searched = Candidate(MemoryKey(1, 1, 1, 1, 1, 1, "none", False, 0)).parallel_fields()
-    dropped = sorted(k for k in parallel if k not in searched and k not in dict(base.fixed))
-    if dropped:  # a Candidate carries only the searched fields: never drop one silently
-        # the names it reads, with a near one for a name as Megatron's or torchtitan's flags
-        # spell it (fuzz17: 'mbs' and 'schedule' were "not varied", micro-batch and schedule are)
-        known = [*names, *searched, *dict(base.fixed), "mb", "micro_batch_size"]
-        synonym = SYNONYMS["parallel"].get(written[dropped[0]])
-        hint = (f" (did you mean '{synonym}'?)" if synonym in known else f" ({synonym})"
-                if synonym else suggest(written[dropped[0]], known))
-        raise ConfigError(f"--reference {', '.join(written[k] for k in dropped)}: not a field "
-                          f"the search varies{hint}; fix it for every candidate with --set "
-                          "parallel.FIELD=VALUE")
-    parallel = {**dict(base.fixed), **parallel}
-    stage = parallel.get("zero_stage")  # the candidates' engine (Candidate.to_config)
-    engine = base.engine_for(stage) if isinstance(stage, int) else base.data_parallel_impl
-    if engine and "data_parallel_impl" not in parallel:
-        parallel["data_parallel_impl"] = engine
-        if "zero_stage" not in parallel and "distributed_optimizer" not in parallel:
-            parallel["zero_stage"] = min(zero_stages(engine))  # its lowest, as the search's
-    placed = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
-              "decoder_last_pipeline_num_layers")
-    try:
-        p = build(ParallelConfig, parallel, "--reference")
-        rule = base.layout_rule
-        if uneven_split(rule, base.model.num_layers, p.pp, p.vpp) and \
-                not any(parallel.get(k) for k in placed):
-            p = build(ParallelConfig, {**parallel, "pipeline_model_parallel_layout": rule},
-                      "--reference")
-        micro = build(type(base.training), {"micro_batch_size": micro},
-                      "--reference").micro_batch_size
-    except ConfigError as exc:  # '--reference tp=...' as written
-        as_written(exc, {f"--reference.{full}": f"--reference {short}"
-                         for full, short in written.items()} | {
-                   "--reference.micro_batch_size": f"--reference {written.get('mb', 'mb')}"},
-                   replace=True)
-        raise
-    training = dataclasses.replace(base.training, micro_batch_size=micro)
-    try:
-        cfg = RunConfig(base.model, p, training, base.cluster_for(num_gpus))
-    except ConfigError as exc:  # 'parallel.tp=3 does not divide ...': the layout --reference gave
-        raise ConfigError(f"--reference {text!r}: {exc}") from None
-    return Candidate.from_config(cfg)
-
-
-def check_plan_sets(overrides: list[str] | tuple[str, ...], pue: float | None,
-                    price: float | None) -> None:
-    """Refuse plan's ``--pue`` / ``--price`` beside a ``--set cluster.pue`` /
-    ``cluster.price_per_gpu_hour`` of another value (robust51's lead 1: the option won in
-    silence); equal values are one setting."""
-    from trainsim.catalog import check_option_sets
-
-    check_option_sets(overrides, {"cluster.pue": (f"--pue {pue:g}" if pue is not None else "", pue),
-                                  "cluster.price_per_gpu_hour": (
-                                      f"--price {price:g}" if price is not None else "", price)})
-
-
 __all__ = ["OWN_OPTIONS", "VARIED", "build_base", "check_plan_sets", "model_spec", "nothing_found", "parse_ints",
-           "parse_reference", "search_space"]
+           "parse_reference", "search_space", "sizes_problem"]

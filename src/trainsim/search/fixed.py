@@ -33,15 +33,17 @@ def narrowed(space: SearchSpace, fixed: tuple[tuple[str, object], ...]) -> Searc
     for name, dim in dims.items():
         if name not in f or f[name] is None:
             continue
-        value = f[name]
+        value = shown = f[name]
         if dim == "schedules":
             out = dataclasses.replace(out, fixed_schedule=schedule_name(str(value)))
             value = "" if out.fixed_schedule in MEGATRON_1F1B else out.fixed_schedule
+            shown = out.fixed_schedule
         have = getattr(space, dim)
         if have is not None and dim not in ("recompute", "sequence_parallel") \
                 and tuple(have) != (value,):
-            raise ConfigError(f"parallel.{name}={value} is fixed (--set) but the search "
-                              f"was also given {dim}={list(have)}; give one of them")
+            listed = [_schedule_shown(h) for h in have] if dim == "schedules" else list(have)
+            raise ConfigError(f"parallel.{name}={shown} is fixed (--set) but the search "
+                              f"was also given {dim}={listed}; give one of them")
         if dim == "recompute" and value not in space.recompute:  # --recompute lists all
             # three unless given: one that leaves out the fixed value contradicts it
             raise ConfigError(f"parallel.recompute={value} is fixed (--set) but the search "
@@ -58,6 +60,10 @@ def narrowed(space: SearchSpace, fixed: tuple[tuple[str, object], ...]) -> Searc
                           "give --pp above 1")
     if out.pp is not None and set(out.pp) == {1}:
         refuse_pipeline_fields(f)
+        if space.schedules is not None:  # as a fixed schedule (robust56: answered in silence)
+            raise ConfigError(f"--schedules {','.join(map(_schedule_shown, space.schedules))}: "
+                              "the search was given pp=[1], where no pipeline runs a "
+                              "schedule; give --pp above 1, or leave --schedules out")
     if f.get("sequence_parallel") and out.tp is not None and set(out.tp) == {1}:
         raise ConfigError("parallel.sequence_parallel=true is fixed (--set) but the search "
                           "was given tp=[1], where no tensor-parallel group splits the "
@@ -66,6 +72,11 @@ def narrowed(space: SearchSpace, fixed: tuple[tuple[str, object], ...]) -> Searc
     if pinned:  # a candidate's switches are its own fields (Candidate.to_config)
         out = dataclasses.replace(out, pinned=pinned)
     return out
+
+
+def _schedule_shown(name: str) -> str:
+    """A schedule of the search space as the user names it ('' is Megatron's 1F1B)."""
+    return name or "1f1b"
 
 
 def _run_stages(base: Base) -> dict[int, str]:

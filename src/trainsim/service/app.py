@@ -256,6 +256,28 @@ class _BodyLimit:
         await send({"type": "http.response.body", "body": body})
 
 
+_UNION_MEMBERS = {"dict[str,any]": "a mapping", "str": "text"}
+"""How a refusal names the members of a request field that takes either (``config``: a run
+config's sections, or their YAML text), by pydantic's tag of each in an error's ``loc``."""
+_JSON_KINDS = {dict: "an object", list: "an array", str: "text", bool: "true/false",
+               int: "a number", float: "a number", type(None): "null"}
+
+
+def _union_refused(loc: list[str], first: dict[str, Any], errors: Any) -> tuple[str, str]:
+    """(field, one line) for a value that none of a union field's members takes, in the
+    request's words: robust56, ``config: [1]`` was "config.dict[str,any]: Input should be a
+    valid dictionary", naming pydantic's tag of one member and not the YAML text it takes."""
+    field = ".".join(loc)
+    members = [_UNION_MEMBERS[str(e["loc"][-1])] for e in errors
+               if [str(p) for p in e.get("loc", ()) if p != "body"][:-1] == loc
+               and str(e["loc"][-1]) in _UNION_MEMBERS]
+    what = " or ".join(dict.fromkeys(members))
+    if field == "config":
+        what += " (a run config's sections, or their YAML)"
+    got = _JSON_KINDS.get(type(first.get("input")), type(first.get("input")).__name__)
+    return field, f"{field}: expected {what}, got {got}"
+
+
 def _nearest(error: dict[str, Any]) -> str:
     """' (did you mean 'x'?)' where a value is not one of a choice's (pydantic's literal or
     enum error lists them and suggests none: robust47, ``GET /api/v1/catalog/gpu``), as the
@@ -341,6 +363,8 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         loc = [str(p) for p in first.get("loc", ()) if p != "body"] or ["body"]
         field = ".".join(loc)
         message = f"{field}: {first.get('msg', 'invalid')}{_nearest(first)}"
+        if len(loc) > 1 and loc[-1] in _UNION_MEMBERS:  # pydantic's tag of a union's member
+            field, message = _union_refused(loc[:-1], first, exc.errors())
         return JSONResponse({"error": message.replace("\n", "\\n"), "field": field},
                             status_code=422)
 

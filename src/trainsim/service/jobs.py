@@ -476,10 +476,37 @@ def _dispatch(kind: str, config: Any, options: Any, settings: Settings, run: boo
             if kind == "search":
                 return _search(config, opts, settings, wd, run, progress, given)
             return _plan(config, opts, settings, wd, run, progress, given)
-    except (TypeError, ValueError) as exc:  # an option of the wrong type
-        if isinstance(exc, TrainsimError):
+    except RequestError:
+        raise
+    except TrainsimError as exc:  # the CLI's own words: its flags named as this request's
+        field, text = _request_names(kind, str(exc))
+        if field is None:
             raise
+        raise RequestError(field, text) from None
+    except (TypeError, ValueError) as exc:  # an option of the wrong type
         raise RequestError("options", f"options: {exc}") from None
+
+
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z-]*[a-z])\b")
+
+
+def _request_names(kind: str, text: str) -> tuple[str | None, str]:
+    """(the field, ``text``) with each CLI flag that is an option of ``kind`` named as the
+    request spells it (``--tokens`` -> ``options.tokens``, ``--max-vpp`` ->
+    ``options.max_vpp``): the refusals come from the CLI's code, and a request has no flags
+    (robust56: a goodput job's ``options.tokens: -1`` was "--tokens '-1' must be positive",
+    its field ``config``). The field is the first option named; None where none is."""
+    known = OPTIONS[kind]
+    named: list[str] = []
+
+    def option(m: re.Match[str]) -> str:
+        key = m.group(1).replace("-", "_")
+        if key not in known:
+            return m.group(0)
+        named.append(key)
+        return f"options.{key}"
+    text = _FLAG.sub(option, text)
+    return (f"options.{named[0]}" if named else None), text
 
 
 def read_config(config: Any) -> Any:
