@@ -405,9 +405,10 @@ def sizes_problem(sizes: dict[str, tuple[int, ...] | None], base: Any,
     if tps and not any(not m.num_attention_heads % t and kv_heads_fit(m.kv_heads, t,
                                                                       base.kv_heads_split)
                        for t in tps):
-        kv = f" and its {m.kv_heads} KV heads (" + (
-            "tp must divide them" if base.kv_heads_split else "one must divide the other") + ")" \
-            if m.kv_heads < m.num_attention_heads else ""
+        who = base.training.framework or "the run"
+        kv = (f" and its {m.kv_heads} KV heads: {who} splits them, so tp must divide them too"
+              if base.kv_heads_split else f" and its {m.kv_heads} KV heads (one of tp and "
+              "them must divide the other)") if m.kv_heads < m.num_attention_heads else ""
         return (f"--tp {given['tp']}: tp must divide the {m.num_attention_heads} attention "
                 f"heads of {m.name}{kv}; none of the sizes given does")
     uneven = m.is_moe or base.layout_rule == "front_loaded"  # who splits layers unevenly
