@@ -49,15 +49,22 @@ def fp8_settings_ignored(parallel_raw: dict[str, Any], training_raw: dict[str, A
               and (k == "fp8_recipe" or getattr(training, k))}
     if not stated:
         return []
-    rest = {k: v for k, v in training_raw.items() if k not in stated}
-    unstated: TrainingConfig | None = None
+    return [msg for k, v in stated.items()
+            if getattr(training, k) != _unstated(parallel_raw, training_raw, gpu_name, k)
+            and (msg := fp8_recipe_ignored(v, training.dtype, k)) is not None]
+
+
+def _unstated(parallel_raw: dict[str, Any], training_raw: dict[str, Any], gpu_name: Any,
+              name: str) -> Any:
+    """The value of training field ``name`` in the run built without the config's own (the
+    rest as stated: the profile's fp8_param_gather follows the stated recipe); None where
+    that run is refused."""
+    rest = {k: v for k, v in training_raw.items() if k != name}
     with warnings.catch_warnings(), contextlib.suppress(TrainsimError):
         warnings.simplefilter("ignore")
         apply_framework(dict(parallel_raw), rest, gpu_name)
-        unstated = build(TrainingConfig, rest, "training")
-    return [msg for k, v in stated.items()
-            if (unstated is None or getattr(training, k) != getattr(unstated, k))
-            and (msg := fp8_recipe_ignored(v, training.dtype, k)) is not None]
+        return getattr(build(TrainingConfig, rest, "training"), name)
+    return None
 
 
 def framework_model(m: ModelConfig, raw: Any, training: dict[str, Any]) -> ModelConfig:

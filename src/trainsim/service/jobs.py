@@ -495,7 +495,8 @@ def _request_names(kind: str, text: str) -> tuple[str | None, str]:
     request spells it (``--tokens`` -> ``options.tokens``, ``--max-vpp`` ->
     ``options.max_vpp``): the refusals come from the CLI's code, and a request has no flags
     (robust56: a goodput job's ``options.tokens: -1`` was "--tokens '-1' must be positive",
-    its field ``config``). The field is the first option named; None where none is."""
+    its field ``config``). The field is the first option named (or the one the text starts
+    with, ``options.failures``); None where none is."""
     known = OPTIONS[kind]
     named: list[str] = []
 
@@ -506,6 +507,8 @@ def _request_names(kind: str, text: str) -> tuple[str | None, str]:
         named.append(key)
         return f"options.{key}"
     text = _FLAG.sub(option, text)
+    if not named and (m := re.match(r"options\.(\w+)", text)) and m.group(1) in known:
+        named.append(m.group(1))  # the CLI's code told the request's name (goodput's failures)
     return (f"options.{named[0]}" if named else None), text
 
 
