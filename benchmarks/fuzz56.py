@@ -22,6 +22,10 @@ in the request's own names, and windows and sections no iteration reads.
   that names the request's fields, never a CLI flag that is an option of the kind
   (``--tokens`` for ``options.tokens``), whose ``field`` is that option where the message
   names one, and never pydantic's tag of a union member (``config.dict[str,any]``);
+- ``rates``: every rate a config states (the training data read, the cluster's links, a GPU
+  override, the checkpoint's host copy and storage) at 5e-324 to 0.5 B/s. Oracle: below 1 B/s
+  refused naming the field, as the cluster's and the GPU's rates are
+  (``config._build.MIN_RATE``); else a finite answer or one line;
 - ``windows``: ``goodput --days`` down to 1e-300 and ``sweep --vary`` of each section a config
   may hold (and some it may not). Oracle: a window shorter than one iteration is refused in one
   line (as ``--tokens`` below one global batch is), and a ``--vary`` of a section no point
@@ -30,7 +34,7 @@ in the request's own names, and windows and sections no iteration reads.
 Each input must give a sane answer or one ``TrainsimError`` line (``fuzz_checks.outcome``); a
 hang is 30 CPU s and any input over 10 CPU s is its own class.
 
-    PYTHONPATH=src python benchmarks/fuzz56.py [--only fp8only,sizes,service,windows]
+    PYTHONPATH=src python benchmarks/fuzz56.py [--only fp8only,sizes,service,windows,rates]
         [--count N] [--seed S] [--every] [--progress] [--refusals]
 """
 from __future__ import annotations
@@ -389,11 +393,67 @@ def windows_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Cas
     return cases
 
 
+# ------------------------------------------------------------------------------ rates
+
+RATES = {("training", "data_read_bw_Bps"): "simulate",
+         ("cluster", "nic_gbit_s_per_gpu"): "simulate", ("cluster", "nvlink_gbyte_s"): "simulate",
+         ("cluster.gpu_overrides", "hbm_gbyte_s"): "simulate",
+         **{("reliability.checkpoint", k): "goodput" for k in (
+             "host_copy_bw_Bps", "storage_write_bw_Bps", "storage_read_bw_Bps",
+             "node_storage_bw_Bps")}}
+"""Every rate a run's config states, in its unit (the cluster's and the GPU's in Gbit/s or
+GB/s, the rest in B/s), and the command that reads it."""
+TINY = [5e-324, 1e-300, 1e-12, 0.5, 1e-9]
+
+
+def rate_check(args: list[str], field: str, below: bool) -> str | None:
+    """rates' oracle: a rate below 1 B/s (``below``) is refused naming ``field``, as the
+    cluster's and the GPU's are (``config._build.MIN_RATE``); otherwise a finite answer or one
+    line."""
+    from fuzz51 import _errors, _invoke
+
+    r = _invoke(args)
+    lines = _errors(r)
+    if r.exit_code == 0:
+        if not fuzz_checks.finite(json.loads(r.stdout)):
+            return f"{field}: a non-finite figure in the JSON"
+        return f"{field}: a rate below 1 B/s answered" if below else None
+    if len(lines) != 1:
+        return f"exit {r.exit_code} with {len(lines)} error lines"
+    if below and field.split(".")[-1] not in lines[0]:
+        return f"{field}: a rate below 1 B/s refused blaming another field"
+    REFUSED[0] += 1
+    return None
+
+
+def rates_cases(workdir: str) -> Callable[[], Iterator[Case]]:
+    scale = {"nic_gbit_s_per_gpu": 1e9 / 8, "nvlink_gbyte_s": 1e9, "hbm_gbyte_s": 1e9}
+
+    def cases() -> Iterator[Case]:
+        d = Path(tempfile.mkdtemp(dir=workdir))
+        for k, ((sec, field), value) in enumerate((key, v) for key in RATES for v in TINY):
+            raw = copy.deepcopy(BASES["dense"])
+            node = raw
+            for part in sec.split("."):
+                node = node.setdefault(part, {})
+            node[field] = value
+            path = d / f"r{k}.json"
+            path.write_text(json.dumps(raw), encoding="utf-8")
+            args = [RATES[sec, field], str(path), "--format", "json"]
+            if args[0] == "goodput":
+                args += ["--tokens", "1e9", "--trials", "3"]
+            below = value * scale.get(field, 1.0) < 1
+            yield f"{args[0]} {sec}.{field}={value!r}", (
+                lambda a=args, f=f"{sec}.{field}", b=below: rate_check(a, f, b))
+    return cases
+
+
 # ------------------------------------------------------------------------------ main
 
 def surfaces(workdir: str, rng: random.Random) -> dict[str, Callable[[], Iterator[Case]]]:
     return {"fp8only": fp8only_cases(rng), "sizes": sizes_cases(workdir, rng),
-            "service": service_cases(workdir), "windows": windows_cases(workdir, rng)}
+            "service": service_cases(workdir), "windows": windows_cases(workdir, rng),
+            "rates": rates_cases(workdir)}
 
 
 def main(argv: list[str] | None = None) -> int:

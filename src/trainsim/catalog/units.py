@@ -9,7 +9,7 @@ import warnings
 from typing import Any
 
 from trainsim.config import GPUSpec
-from trainsim.config._build import DeprecatedName, ascii_float, build, type_name
+from trainsim.config._build import MIN_RATE, DeprecatedName, ascii_float, build, type_name
 from trainsim.errors import ConfigError
 
 GiB = 2**30
@@ -127,4 +127,14 @@ def _scaled(value: Any, where: str, scale: float, positive: bool = True) -> floa
     f = (_positive(value, where) if positive else _number(value, where)) * scale
     if not math.isfinite(f):
         raise ConfigError(f"{where}={value!r} is out of range")
+    if 0 < f < MIN_RATE and where.rsplit(".", 1)[-1] not in SIZES_WRITTEN:
+        # the rate's own check would name its SI field (cluster.intra_node_bw_Bps=0.001), one
+        # the user never wrote, in another unit (robust56)
+        unit = "FLOP/s" if "tflops" in where else "B/s"
+        raise ConfigError(f"{where}={value!r} is {f:.3g} {unit}, below {MIN_RATE:g} {unit} (no "
+                          "hardware is that slow)")
     return f
+
+
+SIZES_WRITTEN = ("hbm_gib", "l2_mib")
+"""Fields in catalog units that are sizes, not rates (``_scaled``)."""

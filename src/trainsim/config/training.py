@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from trainsim.config._build import SI_SUFFIXED, check_fields, require_positive
+from trainsim.config._build import SI_SUFFIXED, check_fields, require_positive, require_rate
 from trainsim.config.graph_scope import graph_scope_checked
 from trainsim.errors import ConfigError
 
@@ -258,6 +258,7 @@ class TrainingConfig:
                          local_batch_size=self.local_batch_size,
                          train_tokens=self.train_tokens, data_read_bw_Bps=self.data_read_bw_Bps,
                          num_workers=self.num_workers, vocab_divisible_by=self.vocab_divisible_by)
+        require_rate("training", data_read_bw_Bps=self.data_read_bw_Bps)  # as the cluster's
         if self.optimizer_dtype not in ("fp32", "bf16", "fp16"):
             raise ConfigError(f"training.optimizer_dtype={self.optimizer_dtype!r} is unknown; "
                               "known: fp32, bf16, fp16")

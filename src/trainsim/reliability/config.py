@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from trainsim.config._build import build, require_positive, suggest, switch, type_name
+from trainsim.config._build import build, require_positive, require_rate, suggest, switch, type_name
 from trainsim.config.safe_load import load_file
 from trainsim.errors import CatalogError, ConfigError
 
@@ -287,6 +287,10 @@ class CheckpointConfig:
                          storage_write_bw_Bps=self.storage_write_bw_Bps,
                          storage_read_bw_Bps=self.storage_read_bw_Bps,
                          node_storage_bw_Bps=self.node_storage_bw_Bps)
+        require_rate("reliability.checkpoint", host_copy_bw_Bps=self.host_copy_bw_Bps,
+                     storage_write_bw_Bps=self.storage_write_bw_Bps,
+                     storage_read_bw_Bps=self.storage_read_bw_Bps,
+                     node_storage_bw_Bps=self.node_storage_bw_Bps)
         if not self.optimizer_bytes_per_param >= 0:
             raise ConfigError("reliability.checkpoint.optimizer_bytes_per_param must not be "
                               "negative")
