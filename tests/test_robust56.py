@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -118,6 +119,48 @@ def test_a_sweep_of_a_section_no_point_reads_is_refused_up_front(tmp_path, secti
     path.write_text(json.dumps(DENSE))
     line = one_error_line(cli("sweep", str(path), "--vary", f"{section}.b=1,2"))
     assert line.startswith(f"error: --vary {section}.b: {words}")
+
+
+# ------------------------------------------------------------ rates below 1 B/s
+
+@pytest.mark.parametrize("section,name", [
+    ("training", "data_read_bw_Bps"),
+    *[("reliability.checkpoint", k) for k in ("host_copy_bw_Bps", "storage_write_bw_Bps",
+                                              "storage_read_bw_Bps", "node_storage_bw_Bps")]])
+def test_a_rate_below_one_byte_a_second_is_refused_naming_it(section, name):
+    """fuzz56 rates: ``data_read_bw_Bps: 5e-324`` answered data loading ``Infinity`` (invalid
+    JSON), the checkpoint's rates blamed a failure mode's rate or ``--trials``; the cluster's and
+    the GPU's rates had this floor (``config._build.MIN_RATE``)."""
+    from trainsim.catalog import run_config_from_dict
+    from trainsim.errors import ConfigError
+    from trainsim.reliability.config import CheckpointConfig
+
+    words = rf"{section}.{name}=4.94066e-324 is below 1 per second"
+    with pytest.raises(ConfigError, match=words):
+        if section == "training":
+            run_config_from_dict(_raw(**{name: 5e-324}))
+        else:
+            CheckpointConfig(**{name: 5e-324})
+
+
+@pytest.mark.parametrize("where,value,words", [
+    (("cluster", "nic_gbit_s_per_gpu"), 1e-12, "cluster.nic_gbit_s_per_gpu=1e-12 is 0.000125 B/s"),
+    (("cluster", "nvlink_gbyte_s"), 1e-12, "cluster.nvlink_gbyte_s=1e-12 is 0.001 B/s"),
+    (("cluster", "gpu_overrides", "hbm_gbyte_s"), 1e-12,
+     "cluster.gpu_overrides.hbm_gbyte_s=1e-12 is 0.001 B/s")])
+def test_a_rate_in_catalog_units_is_refused_as_written(where, value, words):
+    """fuzz56 rates: refused as ``cluster.nic_bw_Bps=0.000125``, a field and unit the user
+    never wrote."""
+    from trainsim.catalog import run_config_from_dict
+    from trainsim.errors import ConfigError
+
+    raw = _raw()
+    node = raw
+    for part in where[:-1]:
+        node = node.setdefault(part, {})
+    node[where[-1]] = value
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        run_config_from_dict(raw)
 
 
 # ------------------------------------------------------------ search and plan size lists
