@@ -18,12 +18,26 @@ FSDP2 as torchtitan, PyTorch's own reference stack, runs it (per-block ``fully_s
 resharded after forward, fp32 reduce-scatter overlapped with the backward, DTensor TP/SP,
 torch.distributed.pipelining; torchtitan.yaml). ``sdpa`` (unsharded, and its model calls
 PyTorch's scaled_dot_product_attention: attention ``sdpa`` or option ``enable_gqa``, which
-Megatron-core's Transformer Engine or local attention never does): a plain PyTorch loop, DDP
+Megatron-core's Transformer Engine or local attention never does; or attention ``eager``,
+plain PyTorch ops, where Megatron-core's local ``unfused`` runs its FusedScaleMaskSoftmax,
+NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/dot_product_attention.py L12, L100,
+L194 ``baddbmm``; ``EAGER_ATTENTION``): a plain PyTorch loop, DDP
 around the model's own modules (pytorch.yaml). ``unsharded`` (DDP, ZeRO-1 or the distributed
 optimizer, with or without TP/PP/CP/EP): Megatron-core, the library NeMo, Megatron-Bridge,
 Megatron-LM and MLPerf's NeMo build on (bucketed DDP or distributed optimizer with its
 overlaps offered, Transformer Engine fused attention, TP/SP, interleaved 1F1B;
 megatron-core.yaml)."""
+
+EAGER_ATTENTION = "eager"
+"""The attention a model written in plain PyTorch ops runs (``config.training`` ``eager``:
+matmul, mask add, softmax, dropout, matmul), which no stack built on Megatron-core or
+Transformer Engine runs (their ``attention_kernels``): a row stating it selects the plain
+PyTorch loop, as SDPA does (``FALLBACK_PROFILES`` ``sdpa``). Hugging Face's
+``eager_attention_forward`` is not written so in these files: the README's vocabulary has no
+``eager``, and pytorch.yaml reads its ``unfused`` as transformers' eager attention (its
+``softmax_fp32_saved`` / ``unfused_repeat_kv`` features add the fp32 passes that
+``workload.hf_eager_attention`` prices), so an unfused row on an unknown framework stays
+Megatron-core's (benchmarks/RESULTS.md, 56th session, blind56)."""
 
 EARLIER_PROFILES: dict[str, tuple[str, ...]] = {
     "sharded": ("deepspeed",), "sdpa": (), "unsharded": ("megatron-lm", "megatron-deepspeed")}
@@ -126,24 +140,81 @@ def _stacks(kind: str) -> tuple[str, ...]:
     return (FALLBACK_PROFILES[kind], *EARLIER_PROFILES[kind])
 
 
+MEGATRON_SHARDED = "megatron-core"
+"""The stack that runs a sharded (ZeRO-2/3) run whose own cells say its engine is not PyTorch
+FSDP2's (:func:`_megatron_sharded`): Megatron-core, whose Megatron-FSDP shards the state (stage
+3 from core_v0.12, ``catalog.defaults.stage_engines``) around Transformer Engine's layers.
+
+* *fp8 GEMMs without torch.compile.* PyTorch's own fp8 training, the only one the sharded
+  stack runs (torchtitan's ``float8`` / ``mx`` converters swap in torchao's ``Float8Linear`` /
+  ``MXLinear``), casts and scales in plain PyTorch ops that torch.compile fuses, and says it
+  needs it: pytorch/ao@1c488e8ae (2024-09-04) torchao/float8/README.md's training example
+  "enable torch.compile for competitive performance" (still
+  docs/source/examples/float8_training_example.py L37 at 36027d82d); torchao's
+  ``float8nocompile`` prototype (02d413c00, 2024-12-17) is "a version of Float8Linear that does
+  not require torch.compile to be performant"; pytorch/torchtitan@b5bcd76c6
+  torchtitan/components/quantization/mx.py L73-L77 and float8.py L240-L243 warn that
+  torch.compile is required for MXFP8 and float8 MoE performance. Transformer Engine casts and
+  scales in its own fused kernels, no compiler needed. Every PyTorch-fp8 row here states
+  ``compile`` (training_heldout's torchtitan fp8 rows, training_torchao,
+  training_torchtitan_gb200, training_olmo_core); the sharded fp8 rows that do not are
+  Transformer Engine runs (Megatron-Bridge / NeMo Megatron-FSDP, llm-foundry's TE layers,
+  MaxText / Paxml through TE-JAX).
+* *The distributed optimizer stated* (``distributed_optimizer`` 1): Megatron's
+  ``--use-distributed-optimizer``, which Megatron-FSDP (v1) turns on itself
+  (NVIDIA/Megatron-LM@d98e8a64 megatron/training/arguments.py L1118-L1134, "Megatron-FSDP v1
+  is only compatible with --use-distributed-optimizer"); FSDP2 has no such optimizer."""
+
+
+def _megatron_sharded(zero_stage: object, replicas: object, date: str, fp8: bool,
+                      compiled: bool, distributed_optimizer: object) -> tuple[str, str, str] | None:
+    """(``MEGATRON_SHARDED``, its version: '' for its newest entry, why) for a sharded run
+    that states fp8 GEMMs and not torch.compile (options without ``compile``) or states the
+    distributed optimizer, where that stack existed at the run's ``date`` and its
+    configuration checks accept the run's ZeRO stage and replicas at that entry
+    (:func:`_accepts`); else None (the sharded stack stands)."""
+    dist_opt = str(distributed_optimizer or "").strip().lower() in ("1", "true", "yes")
+    if dist_opt:
+        why = "and Megatron's distributed optimizer, which Megatron-FSDP runs and FSDP2 has " \
+            "none of (MEGATRON_SHARDED)"
+    elif fp8 and not compiled:
+        why = "and fp8 GEMMs without torch.compile, which PyTorch's fp8 training needs " \
+            "(MEGATRON_SHARDED): Transformer Engine's fp8 under"
+    else:
+        return None
+    if not ran_by(MEGATRON_SHARDED, date):
+        return None
+    version = entry_at(MEGATRON_SHARDED, date)
+    if not _accepts(MEGATRON_SHARDED, version, zero_stage, replicas):
+        return None
+    return MEGATRON_SHARDED, version, \
+        f"{why}{'' if why.endswith('under') else ':'} Megatron-FSDP, {MECHANISMS[MEGATRON_SHARDED]}"
+
+
 def fallback_framework(zero_stage: object = None, replicas: object = None,
-                       sdpa: bool = False, date: str = "", attention: str = ""
-                       ) -> tuple[str, str]:
+                       sdpa: bool = False, date: str = "", attention: str = "",
+                       fp8: bool = False, compiled: bool = False,
+                       distributed_optimizer: object = None) -> tuple[str, str]:
     """(profile name, why) of :func:`fallback_choice`."""
-    name, _, why = fallback_choice(zero_stage, replicas, sdpa, date, attention)
+    name, _, why = fallback_choice(zero_stage, replicas, sdpa, date, attention, fp8, compiled,
+                                   distributed_optimizer)
     return name, why
 
 
 def fallback_choice(zero_stage: object = None, replicas: object = None,
-                    sdpa: bool = False, date: str = "", attention: str = ""
-                    ) -> tuple[str, str, str]:
+                    sdpa: bool = False, date: str = "", attention: str = "",
+                    fp8: bool = False, compiled: bool = False,
+                    distributed_optimizer: object = None) -> tuple[str, str, str]:
     """(profile name, version: '' for its newest entry, why) for a run on a framework with no
     profile here, from the run's own
     ``zero_stage`` (2 or 3: sharded), HSDP ``replicas`` (above 1: sharded; at ZeRO-1 they are
     Megatron-core's distributed-optimizer instances) and whether its model calls PyTorch's SDPA
     (``sdpa``), never from the framework's name (``FALLBACK_PROFILES``); where it states its
     ``date`` (:func:`run_date`), the newest stack of that kind that existed then
-    (``EARLIER_PROFILES``; the oldest where none did). Where it states its ``attention``
+    (``EARLIER_PROFILES``; the oldest where none did). A sharded run that states ``fp8``
+    GEMMs and not ``compiled`` (torch.compile), or its ``distributed_optimizer``, is no FSDP2
+    run: ``MEGATRON_SHARDED`` where it accepts the run (:func:`_megatron_sharded`). Where it
+    states its ``attention``
     kernel and that profile's models run other kernels only (its ``attention_kernels`` at that
     entry, each list citing the framework's model code), the first of :func:`fallback_order`
     whose models run that kernel (or list none) and whose checks accept the row's ZeRO stage
@@ -151,15 +222,24 @@ def fallback_choice(zero_stage: object = None, replicas: object = None,
     where none does."""
     from trainsim.catalog.frameworks import framework_entries
 
-    kind, why = _kind(zero_stage, replicas, sdpa)
-    stacks = _stacks(kind)
-    name = next((p for p in stacks if ran_by(p, date)), stacks[-1])
-    if name != stacks[0]:
-        why += f", and its date {date} is before " + ", ".join(
-            f"{p}'s first entry ({framework_entries(p)[0]})"
-            for p in stacks[:stacks.index(name)])
-    why = f"{why}: {MECHANISMS[name]}"
-    version = entry_at(name, date)
+    eager = str(attention or "").strip().lower() == EAGER_ATTENTION
+    kind, why = _kind(zero_stage, replicas, sdpa or eager)
+    if kind == "sdpa" and not sdpa:
+        why = "its model runs attention in plain PyTorch ops (eager) and shards nothing"
+    megatron = _megatron_sharded(zero_stage, replicas, date, fp8, compiled,
+                                 distributed_optimizer) if kind == "sharded" else None
+    if megatron is not None:  # a sharded run whose cells say it is no FSDP2 run
+        name, version, but = megatron
+        why = f"{why}, {but}"
+    else:
+        stacks = _stacks(kind)
+        name = next((p for p in stacks if ran_by(p, date)), stacks[-1])
+        if name != stacks[0]:
+            why += f", and its date {date} is before " + ", ".join(
+                f"{p}'s first entry ({framework_entries(p)[0]})"
+                for p in stacks[:stacks.index(name)])
+        why = f"{why}: {MECHANISMS[name]}"
+        version = entry_at(name, date)
     if attention and not _runs(name, version, attention):
         others = [(p, v) for p, v in fallback_order(name, date)[1:] if _runs(p, v, attention)]
         runs = next((x for x in others if _accepts(*x, zero_stage, replicas)),

@@ -425,7 +425,10 @@ def _fallback(text: str, key: str, out: dict[str, str], read: dict[str, str],
     sdpa = out.get("attention") == "sdpa" or "enable_gqa" in options
     date = run_date(out.get("framework_version"))  # when the run was, if it says
     name, version, why = fallback_choice(out.get("zero_stage"), out.get("dp_replicate"), sdpa,
-                                         date, out.get("attention") or "")
+                                         date, out.get("attention") or "",
+                                         fp8=out.get("dtype") == "fp8",
+                                         compiled="compile" in options,
+                                         distributed_optimizer=out.get("distributed_optimizer"))
     if attempt:
         order = fallback_order(first := name, date)
         name, version = order[attempt]
