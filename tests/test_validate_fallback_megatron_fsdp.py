@@ -74,3 +74,27 @@ def test_a_row_stating_the_distributed_optimizer_under_zero3_is_megatron_fsdp():
                                     "mzoo2505-qwen3-235b-a22b-h100-256-tp1pp1ep8-fsdp"))
     assert res.chosen["framework"] == "megatron-core"
     assert res.ape is not None and res.ape < 0.10
+
+
+def test_a_grace_megatron_fsdp_row_offloads_where_its_recipe_did():
+    """Megatron-Bridge 25.11 Llama 3 70B fp8 (current scaling) on 64 GB200, Megatron-FSDP:
+    the stack's activation offloading (Megatron-core --cpu-offloading-num-layers, no recipe of
+    its own) is a memory measure for an unknown framework, taken where the fastest setting
+    would not fit without it: 40 layers, as the Bridge recipe (GB200 FP8-CS 40), instead of
+    full recomputation (+25.0 % -> -4.5 %)."""
+    res = predict_training_row(_row("training_bridge_archive.csv",
+                                    "bridgearch2511-llama3-70b-gb200-64-fp8cs"))
+    assert res.chosen["framework"] == "megatron-core"
+    assert res.chosen["recompute"] == "none" and res.chosen["cpu_offloading_num_layers"] == 40
+    assert res.ape is not None and res.ape < 0.10
+
+
+def test_offloading_is_offered_only_to_unknown_frameworks_on_a_stack_that_has_it():
+    from trainsim.catalog.fallback import FALLBACK_MARK, offload_offered
+    from trainsim.catalog.frameworks import framework_profile
+
+    blind = {FALLBACK_MARK: "otherfw"}
+    assert offload_offered(blind, framework_profile("megatron-core", None))
+    assert not offload_offered({}, framework_profile("megatron-core", None))  # named
+    assert not offload_offered(blind, framework_profile("megatron-core", "0.4"))  # before it
+    assert not offload_offered(blind, framework_profile("torchtitan", None))  # none recorded

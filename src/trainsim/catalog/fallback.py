@@ -148,11 +148,12 @@ FSDP2's (:func:`_megatron_sharded`): Megatron-core, whose Megatron-FSDP shards t
 * *fp8 GEMMs without torch.compile.* PyTorch's own fp8 training, the only one the sharded
   stack runs (torchtitan's ``float8`` / ``mx`` converters swap in torchao's ``Float8Linear`` /
   ``MXLinear``), casts and scales in plain PyTorch ops that torch.compile fuses, and says it
-  needs it: pytorch/ao@1c488e8ae (2024-09-04) torchao/float8/README.md's training example
-  "enable torch.compile for competitive performance" (still
+  needs it: pytorch/ao@1c488e8ae (2024-09-04) torchao/float8/README.md L49, its training
+  example's "enable torch.compile for competitive performance" (still
   docs/source/examples/float8_training_example.py L37 at 36027d82d); torchao's
-  ``float8nocompile`` prototype (02d413c00, 2024-12-17) is "a version of Float8Linear that does
-  not require torch.compile to be performant"; pytorch/torchtitan@b5bcd76c6
+  ``float8nocompile`` prototype (02d413c00, 2024-12-17) exists to be a Float8Linear that needs
+  no torch.compile to perform (float8nocompile_linear.py's module docstring);
+  pytorch/torchtitan@b5bcd76c6
   torchtitan/components/quantization/mx.py L73-L77 and float8.py L240-L243 warn that
   torch.compile is required for MXFP8 and float8 MoE performance. Transformer Engine casts and
   scales in its own fused kernels, no compiler needed. Every PyTorch-fp8 row here states
@@ -334,7 +335,7 @@ current / mxfp8 mixed-precision recipes (megatron-bridge.yaml ``fp8_param_gather
 NeMo FP8_PARAMS=True (mlperf-nemo.yaml). Blockwise (subchannel) and NVFP4 recipes keep 16-bit
 weights there, so nothing is offered for them."""
 
-FALLBACK_KEPT = ("fp8_param_gather",)
+FALLBACK_KEPT = ("fp8_param_gather", "cpu_offloading_num_layers")
 """Unknowns of a row on a framework with no profile here whose first candidate, its stack's own
 default, the tuner keeps wherever the fastest setting of the other cells fits with it
 (``validate.training.tune``'s ``kept``, as ``row_unknowns.KEPT_DEFAULTS`` for a named
@@ -406,3 +407,19 @@ def keeps_stack_defaults(row: dict[str, str]) -> bool:
     if not read_by_fallback(row):
         return True
     return str(row.get("dtype") or "bf16").strip().lower() != "fp8"
+
+
+def offload_offered(row: dict[str, str], profile: object) -> bool:
+    """Whether the tuner offers activation CPU offloading (``cpu_offloading_num_layers``) to a
+    normalized training row on a framework with no profile here (``FALLBACK_MARK``): its stack
+    has the mechanism but no recipe of its own says which runs used it (feature
+    ``cpu_offloading`` stated null: Megatron-core from core_v0.5.0,
+    megatron/core/transformer/transformer_config.py L181-193). No offload comes first and is
+    kept wherever the fastest setting of the other cells fits without it (``FALLBACK_KEPT``):
+    the frameworks built on that stack offload where their recipes need memory
+    (Megatron-Bridge's GB200 / GB300 Llama 3 70B recipes 20-40 layers, megatron-bridge.yaml
+    ``cpu_offloading``), as a run takes fp8 weights (:func:`fp8_weight_candidates`)."""
+    if profile is None or not read_by_fallback(row):
+        return False
+    features = getattr(profile, "features", {})
+    return "cpu_offloading" in features and features["cpu_offloading"] is None

@@ -10,7 +10,7 @@ from typing import Any
 
 from trainsim.catalog import gpu, model_dict, model_name
 from trainsim.catalog.defaults import stage_engines
-from trainsim.catalog.fallback import fp8_weight_candidates
+from trainsim.catalog.fallback import fp8_weight_candidates, offload_offered
 from trainsim.catalog.framework_rules import flex_backend_runs, uneven_layout, uneven_split
 from trainsim.catalog.schema_checks import OPTION_FEATURES
 from trainsim.config.validity import dispatcher_runs_on
@@ -64,7 +64,7 @@ def unknowns(row: dict[str, str], profile: Any,
     if _cell(row, "recompute") is None and not modules_stated and int(row["pp"]) == 1 \
             and layers and \
             _cell(row, "cpu_offloading_num_layers") is None and profile is not None and \
-            profile.supports("cpu_offloading"):
+            (profile.supports("cpu_offloading") or offload_offered(row, profile)):
         # the recipes offload a share of the layers' activations instead of recomputing
         # (Megatron-core --cpu-offloading-num-layers; only with recompute none and pp 1)
         n = int(layers)
