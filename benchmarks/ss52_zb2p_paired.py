@@ -24,7 +24,8 @@ from trainsim.simulator import build_graph
 
 def first_graph(cfg, pricer, layer_source):
     """main's way to the settling point: the first A's graph (8 pp micro-batches) built."""
-    return build_graph(cfg, pricer, layer_source, 8 * cfg.parallel.pp).settled_from
+    graph = build_graph(cfg, pricer, layer_source, 8 * cfg.parallel.pp)
+    return graph.settled_from, graph.settled_rounds
 
 
 def best_ms(cfg) -> tuple[float, str]:
@@ -50,7 +51,7 @@ def main() -> None:
     methods: dict[str, dict[str, int]] = {v: {} for v in variants}
     late = 0
     for cfg in pipelined_configs(args.n, "zb_2p", lambda pp: (40 * pp + 8, 80 * pp)):
-        settled = new_settled(cfg, Pricer(cfg), None)
+        settled, _ = new_settled(cfg, Pricer(cfg), None)
         if not settled or settled <= 8 * cfg.parallel.pp:
             continue
         late += 1

@@ -170,8 +170,9 @@ def test_zb_2p_settling_point_is_read_without_a_graph(monkeypatch):
     cfg = load_run_config("examples/llama3-70b-h100-64.yaml", (
         "parallel.pipeline_schedule=zb_2p", "parallel.vpp=1", "training.global_batch_size=600"))
     pricer = Pricer(cfg)
-    settled = steady._settled_from(cfg, pricer, None)
-    assert settled == build_graph(cfg, pricer, None, 8 * cfg.parallel.pp).settled_from
+    settled, rounds = steady._settled_from(cfg, pricer, None)
+    graph = build_graph(cfg, pricer, None, 8 * cfg.parallel.pp)
+    assert (settled, rounds) == (graph.settled_from, graph.settled_rounds) == (settled, 1)
     built: list[int] = []
     real = steady.build_graph
 

@@ -56,7 +56,7 @@ def test_the_chosen_variant_is_the_full_searchs():
         m = rng.randint(10 * pp, 20 * pp)
         built = [zb_search.build_order(pp, m, cost, comm, 2.0 * pp, wf, v)[1]
                  for v in zb_search.VARIANTS]
-        variant, _ = zb_search.choose(pp, m, cost, comm, 2.0 * pp, wf)
+        variant, *_ = zb_search.choose(pp, m, cost, comm, 2.0 * pp, wf)
         assert variant == zb_search.VARIANTS[built.index(min(built))]
 
 

@@ -213,10 +213,10 @@ class ScheduledPipeline:
             t_w[s] += self.split[v][1].duration_s
         return t_f, t_i, t_w, self.g.send.duration_s
 
-    def settled_from(self) -> int | None:
-        """zb_2p's ``Searched.settled_from`` for the iteration (``cfg.num_microbatches``), read
-        from the priced pass times that :meth:`place` feeds its search, no pass placed (the
-        periodic shortcut's first question, ``steady_state``)."""
+    def settled_from(self) -> tuple[int | None, int]:
+        """zb_2p's ``Searched.settled_from`` and ``settled_rounds`` for the iteration
+        (``cfg.num_microbatches``), read from the priced pass times that :meth:`place` feeds
+        its search, no pass placed (the periodic shortcut's first question, ``steady_state``)."""
         m = self.g.cfg.model
         wf = zb_w_fraction(m.hidden_size, m.num_attention_heads, self.g.cfg.training.seq_length)
         return zb_2p_settled_from(self.pp, self.g.cfg.num_microbatches, self._times(), wf)
@@ -235,6 +235,7 @@ class ScheduledPipeline:
         plan = orders(self.name, pp, g.vpp, g.m, times, wf,  # type: ignore[arg-type]
                       g.cfg.num_microbatches)
         g.settled_from = getattr(plan, "settled_from", None)  # zb_2p's (steady_state)
+        g.settled_rounds = getattr(plan, "settled_rounds", 1)
         g.orders = plan
         first_fwd_deps: dict[tuple[int, int], list[int]] = {}
         if g.zero in (1, 2) and g.p.overlap_param_gather:

@@ -270,13 +270,17 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
     runs: dict[int, tuple] = {}  # a failed attempt's B, which is the next attempt's A
     tries, chain = list(tries), None  # chain: the last failed contended attempt's
     # (B's micro-batches, A's timeline, B's counterparts in A)
+    settling = None
+    if cfg.parallel.pipeline_schedule == "zb_2p":  # from where its order search settles
+        settling = _settled_from(cfg, pricer, layer_source)
+        settles, tries = _zb2p_tries(cfg, tries, *settling)
     while tries:
         current = tries.pop(0)
         spent += _tasks(cfg, current)
         if spent > cap:
             break  # the full simulation's own check says so
         summary, how, mb = _extrapolate(cfg, pricer, layer_source, current.m_a, current.q,
-                                        current.cut, current.unit, runs)
+                                        current.cut, current.unit, runs, settling)
         kept = runs.get(current.m_a + current.q)
         if summary is None and how == "" and kept is not None and kept[2] is not None:
             # B with contention in it, not A with a period inserted: after two in a row, a
@@ -297,13 +301,6 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
                       "state": f"the loop's state repeating in a truncated run of {mb:,}"}.get(
                 how, f"truncated runs of {current.m_a:,} and {mb:,}")
             return summary, f"period proven on {runs_s} micro-batches, the rest extrapolated"
-        if how == "settles":  # zb_2p: the least A its searched order allows first (most
-            # prove there), then the longer ones left (the timeline's own transient can
-            # outlast the search's by up to ~3 pp: more of them prove); none built below it
-            settles = mb
-            tries = [Plan(mb, 1, 0, 1)] * (2 * (mb + 1) <= m) + [
-                t for t in tries if t.m_a > mb]
-            continue
         longest = current.m_a + current.q
     log.debug("steady state not proven for %s; simulating every micro-batch", cfg.model.name)
     if settles >= longest and settles:  # zb_2p: no attempt long enough was affordable
@@ -315,6 +312,29 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
         return None, "the truncated runs are over the task limit"
     return None, (f"period not proven on truncated runs of up to {longest:,} micro-batches (a "
                   "transient or contention that does not repeat)")
+
+
+def _zb2p_tries(cfg: RunConfig, tries: list[Plan], settles: int | None, rounds: int
+                ) -> tuple[int, list[Plan]]:
+    """zb_2p's truncated runs, none shorter than where its order search settles (``settles``
+    micro-batches, a period of ``rounds``: ``zb_search.Settled``; a shorter run's order is not
+    the iteration's with periods taken out): with a period of one round, that least length
+    first where it is past the first of ``tries`` (most prove there), then the longer ones left
+    (the timeline's own transient can outlast the search's); with a period of several, the
+    least length past both that leaves the iteration whole periods, then 1, 3, 7, ... periods
+    more (:func:`_ladder`). And where it settles where that moved the runs (the iteration's
+    length where it does not settle; 0 where the runs are ``tries``)."""
+    m = cfg.num_microbatches
+    if not settles or settles >= m:
+        return m, []
+    if rounds == 1:
+        if not tries or settles <= tries[0].m_a:
+            return 0, tries
+        return settles, [Plan(settles, 1, 0, 1)] * (2 * (settles + 1) <= m) + [
+            t for t in tries if t.m_a > settles]
+    m_a = max(settles, 8 * cfg.parallel.pp)
+    m_a += (m - m_a) % rounds
+    return settles, _ladder(cfg, Plan(m_a, rounds, 0, 1))
 
 
 def _one_mode(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
@@ -452,16 +472,17 @@ def _grid_one_run(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | No
 
 
 def _settled_from(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None
-                  ) -> int | None:
-    """Where zb_2p's order search for ``cfg`` settles (``Searched.settled_from``), read from
-    the priced passes before any graph is built (the graph of a run too short for it would be
-    built for nothing)."""
+                  ) -> tuple[int | None, int]:
+    """Where zb_2p's order search for ``cfg`` settles and the micro-batches of its period
+    (``Searched.settled_from``, ``settled_rounds``), read from the priced passes before any
+    graph is built (the graph of a run too short for it would be built for nothing)."""
     from trainsim.pipeline import ScheduledPipeline
     return ScheduledPipeline(_TaskGraph(cfg, pricer, layer_source, 1)).settled_from()
 
 
 def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None, m_a: int,
-                 q: int, cut: int, unit: int, runs: dict[int, tuple] | None = None
+                 q: int, cut: int, unit: int, runs: dict[int, tuple] | None = None,
+                 settling: tuple[int | None, int] | None = None
                  ) -> tuple[Summary | None, str, int]:
     """The summary, how the period was proven ("one": one run where nothing slows the period,
     the grid's A or B, :func:`_one_run`; "state": B alone, its loop state repeating; "two": A
@@ -489,10 +510,11 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
         return two_run_summary(cfg, ga, ta, gb, tb, m - m_a - 1), "two", m_a + 1
     built: dict[int, object] = {}  # zb_2p's graphs, built first for their orders
     if name == "zb_2p":  # its orders searched on the priced passes: the graphs hold them
-        settled = earlier[0].settled_from if earlier else _settled_from(cfg, pricer,
-                                                                        layer_source)
-        if not 0 < (settled or m) <= m_a:
-            # A's order is not the iteration's with rounds taken out: go on from a long enough A
+        settled, rounds = settling or ((earlier[0].settled_from, earlier[0].settled_rounds)
+                                       if earlier else _settled_from(cfg, pricer, layer_source))
+        if not (0 < (settled or m) <= m_a and q == rounds and (m - m_a) % q == 0):
+            # A's order is not the iteration's with periods taken out: go on from a long
+            # enough A (``_zb2p_tries``), which leaves the iteration whole periods
             return None, "settles", settled or m
         built[m_a] = earlier[0] if earlier else build_graph(cfg, pricer, layer_source, m_a)
         built[m_a + q] = build_graph(cfg, pricer, layer_source, m_a + q)

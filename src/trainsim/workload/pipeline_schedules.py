@@ -354,10 +354,12 @@ def stage_span_s(plan: list[list[Step]], t_f: list[float], t_i: list[float], t_w
 
 
 class Searched(list):
-    """``zb_2p``'s orders, and from how many micro-batches on its searches are one another
-    with rounds inserted (``zb_search.choose``; None where not proven)."""
+    """``zb_2p``'s orders, from how many micro-batches on its searches are one another with
+    periods inserted (``zb_search.choose``; None where not proven), and the micro-batches of
+    that period (``settled_rounds``)."""
 
     settled_from: int | None = None
+    settled_rounds: int = 1
 
 
 def to_microseconds(t_s: float) -> int:
@@ -386,19 +388,20 @@ def zb_2p(pp: int, m: int, times: tuple[list[float], list[float], list[float], f
     from trainsim.workload.zb_search import build_order
 
     key = _search_key(pp, m_total or m, times, w_fraction)
-    variant, settled_from = _chosen(*key)
+    variant, out_from, rounds = _chosen(*key)
     out = Searched(build_order(pp, m, key[2], key[3], 2.0 * pp, key[4], variant)[0])
-    out.settled_from = settled_from
+    out.settled_from, out.settled_rounds = out_from, rounds
     return out
 
 
 def zb_2p_settled_from(pp: int, m_total: int,
                        times: tuple[list[float], list[float], list[float], float],
-                       w_fraction: float = W_MEMORY_FRACTION) -> int | None:
-    """``Searched.settled_from`` of :func:`zb_2p`'s orders for an iteration of ``m_total``
-    micro-batches, from the priced pass times alone: the variant's choice (``_chosen``,
-    cached, the one every truncated run's orders then take), no order built."""
-    return _chosen(*_search_key(pp, m_total, times, w_fraction))[1]
+                       w_fraction: float = W_MEMORY_FRACTION) -> tuple[int | None, int]:
+    """``Searched.settled_from`` and ``settled_rounds`` of :func:`zb_2p`'s orders for an
+    iteration of ``m_total`` micro-batches, from the priced pass times alone: the variant's
+    choice (``_chosen``, cached, the one every truncated run's orders then take), no order
+    built."""
+    return _chosen(*_search_key(pp, m_total, times, w_fraction))[1:]
 
 
 def _search_key(pp: int, m_total: int,

@@ -347,30 +347,38 @@ def _state(b: _Builder, r: int) -> tuple:
 
 @dataclass(frozen=True)
 class Settled:
-    """A variant's search settled into a period: after round ``r`` every further round runs
-    as the one before it, ``period`` later, placing one more of each pass on every stage, in
-    every search of at least ``from_m`` micro-batches (none of its checks of the micro-batch
-    count binds up to round ``r + 1`` there). So the search for ``m`` is the one for
-    ``from_m`` with ``m - from_m`` copies of round ``r + 1`` inserted after it, every later
-    micro-batch one on and every later time ``period`` later: its span is ``span_from`` (the
-    span for ``from_m``) plus ``(m - from_m) period``."""
+    """A variant's search settled into a period: after round ``r`` every further ``rounds``
+    rounds run as the ``rounds`` before them, ``period`` later, placing ``rounds`` more of each
+    pass on every stage, in every search of at least ``from_m`` micro-batches (none of its
+    checks of the micro-batch count binds up to round ``r + rounds`` there). So the search for
+    ``m`` is the one for ``from_m + j`` (``j = (m - from_m) % rounds``) with ``(m - from_m) //
+    rounds`` copies of rounds ``r + 1`` to ``r + rounds`` inserted after it, every later
+    micro-batch ``rounds`` on and every later time ``period`` later: where ``j`` is 0 its span
+    is ``span_from`` (the span for ``from_m``) plus ``(m - from_m) / rounds`` periods. Most
+    searches settle into a period of one round; some into two, four or eight (their state
+    alternates: 18 of tests/test_steady_zb2p.py's 200 random configs' chosen variants, RESULTS.md
+    settle56), whose searches a period of one round never proves."""
 
     r: int
     from_m: int
     period: float
     span_from: float
+    rounds: int = 1
 
 
 def settle(pp: int, cost: tuple[float, float, float], comm: float, limit: float,
            w_fraction: float, variant: Variant, m_probe: int) -> Settled | None:
     """Run ``variant``'s search for ``m_probe`` micro-batches until its state after a round
-    (:func:`_state`) repeats after the next; None where it does not before the micro-batch
-    count could bind (a stage within two forwards of ``m_probe``). Exact only where the times
-    are integers and the memory counted exactly (``w_fraction`` a Fraction): a state equal up
-    to a shift of time then repeats bit for bit."""
+    (:func:`_state`) is one it had after an earlier round (the first such round: the least
+    period of rounds, from the earliest round it holds); None where that does not happen before
+    the micro-batch count could bind (a stage within two forwards of ``m_probe``). Exact only
+    where the times are integers and the memory counted exactly (``w_fraction`` a Fraction): a
+    state equal up to a shift of time then repeats bit for bit. Where the period is of several
+    rounds and ``m_probe`` is not ``from_m`` plus whole periods, the span for ``from_m`` is
+    searched (``from_m`` placed on each stage, :func:`choose` counts it)."""
     b = _Builder(pp, m_probe, cost, comm, limit, w_fraction, variant)
     b.warm_up()
-    last = None
+    seen: dict[tuple, tuple[int, float]] = {}  # a state -> the round after which it held
     found = None
     for microbatch in range(1, m_probe):
         b.steady_round(microbatch)
@@ -378,28 +386,48 @@ def settle(pp: int, cost: tuple[float, float, float], comm: float, limit: float,
             if max(placed["F"] for placed in b.placed) > m_probe - 2:
                 return None  # the count could bind from here on
             key, ref = _state(b, microbatch)
-            if last is not None and key[0] is not None and key == last[0]:
-                found = microbatch - 1, ref - last[1], \
-                    max(placed["F"] for placed in b.placed) + 2
-            last = key, ref
+            if key is None:
+                continue
+            earlier = seen.setdefault(key, (microbatch, ref))
+            if earlier[0] != microbatch:
+                found = (earlier[0], ref - earlier[1], microbatch - earlier[0],
+                         max(placed["F"] for placed in b.placed) + 2)
     if found is None:
         return None
     for stage in range(pp):
         b.drain_w(stage)
-    r, period, from_m = found
+    r, period, rounds, from_m = found
     if not period > 0:
         return None
-    # the search for from_m runs as this one up to round r + 1: its span, from this one's
-    return Settled(r, from_m, period, b.span() - (m_probe - from_m) * period)
+    # the search for from_m runs as this one up to round r + rounds: its span, from this one's
+    if (m_probe - from_m) % rounds:
+        span_from = build_order(pp, from_m, cost, comm, limit, w_fraction, variant)[1]
+    else:
+        span_from = b.span() - (m_probe - from_m) // rounds * period
+    return Settled(r, from_m, period, span_from, rounds)
+
+
+def settled_span(settled: Settled, m: int, pp: int, cost: tuple[float, float, float],
+                 comm: float, limit: float, w_fraction: float, variant: Variant
+                 ) -> tuple[float, int]:
+    """The span of ``variant``'s search for ``m`` >= ``settled.from_m`` micro-batches from its
+    settled period, and the count of the shorter search built for it (0 where none: ``m`` is
+    ``from_m`` plus whole periods; else the one for ``from_m + j``, ``Settled``)."""
+    j = (m - settled.from_m) % settled.rounds
+    base, span = settled.from_m + j, settled.span_from
+    if j:
+        span = build_order(pp, base, cost, comm, limit, w_fraction, variant)[1]
+    return span + (m - base) // settled.rounds * settled.period, base if j else 0
 
 
 def choose(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit: float,
-           w_fraction: float) -> tuple[Variant, int | None]:
+           w_fraction: float) -> tuple[Variant, int | None, int]:
     """The variant :func:`search` keeps for ``m`` micro-batches (the shortest span, the first
-    among equals), with its spans worked out from :func:`settle` where the search settles, and
-    the least micro-batch count from which that variant's searches are one another with
-    rounds inserted (None where it does not settle: then only ``m`` itself is its search)."""
-    best: tuple[float, Variant, int | None] | None = None
+    among equals), with its spans worked out from :func:`settle` where the search settles, the
+    least micro-batch count from which that variant's searches are one another with periods
+    inserted (None where it does not settle: then only ``m`` itself is its search), and the
+    rounds (micro-batches) of its period (1 where it does not settle)."""
+    best: tuple[float, Variant, int | None, int] | None = None
     exact = isinstance(w_fraction, Fraction) and all(isinstance(x, int) for x in (*cost, comm))
     placed = float(zb_search_positions(pp, m))  # counted by limits.check_simulation
     for variant in VARIANTS:
@@ -409,19 +437,23 @@ def choose(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit
                 placed += probe * pp
                 check_zb_search(placed, pp, m)
             settled = settle(pp, cost, comm, limit, w_fraction, variant, probe)
+            if settled is not None and settled.rounds > 1:  # shorter searches built for it
+                placed += (2 * probe + settled.rounds) * pp
+                check_zb_search(placed, pp, m)
             probe *= 2
         if settled is not None and settled.from_m <= m:
-            span, from_m = settled.span_from + (m - settled.from_m) * settled.period, \
-                settled.from_m
+            span, _ = settled_span(settled, m, pp, cost, comm, limit, w_fraction, variant)
+            from_m, rounds = settled.from_m, settled.rounds
         else:
             if m >= zb_first_probe(pp):  # counted where it would settle: it did not
                 placed += m * pp
                 check_zb_search(placed, pp, m)
-            span, from_m = build_order(pp, m, cost, comm, limit, w_fraction, variant)[1], None
+            span, from_m, rounds = (build_order(pp, m, cost, comm, limit, w_fraction, variant)[1],
+                                    None, 1)
         if best is None or span < best[0]:
-            best = span, variant, from_m
+            best = span, variant, from_m, rounds
     assert best is not None
-    return best[1], best[2]
+    return best[1], best[2], best[3]
 
 
 def upper_median(xs: list[float]) -> float:
