@@ -1,0 +1,117 @@
+"""zb_2p's periodic steady state, where its timeline's transient outlasts its order search's.
+
+``workload.zb_search.settle`` proves from how many micro-batches on the searched orders are one
+another with periods inserted; the periodic shortcut (:mod:`trainsim.steady_state`) tries its
+truncated runs from there. But the search runs on one time per pass kind for every stage (the
+upper medians, as the zero-bubble code base feeds it), and the engine runs each stage's own:
+where one stage is slower than the search's period, the others run ahead at their own pace
+until its back pressure reaches them, a drift of (its period less theirs) a micro-batch that
+ends at once where a dependency starts to bind (settle56: test_steady_zb2p.py's config 8,
+stages of 3,102.9 / 3,240.9 us a micro-batch, stage 0 paced by the last stage only ~45
+micro-batches after the search settled). The shortcut's ladder of lengths (1, 3, 7, ...
+periods longer) found them by failing on each shorter run; here the priced passes are replayed
+on the orders of the longest run (no task graph: every pass starting when its rank is free and
+its input has arrived) and the first length whose cut is past the replay's transient is tried
+first. Only a cost decision: the engine's runs prove the period or refuse it, as before.
+"""
+
+from __future__ import annotations
+
+from trainsim.config import RunConfig
+from trainsim.engine.periodic import REL_TOL
+from trainsim.pricing import Pricer
+from trainsim.simulator import LayerSource, _TaskGraph
+from trainsim.steady_orders import _end_passes, insertion_cut
+
+SPARE_PERIODS = 3
+"""Periods of the replay's steady state a length's cut must have before it: the proofs compare
+the period before the cut with the one before that (``engine.periodic``), and one more for
+what the replay leaves out (the gradient reduction, the optimizer step, contention)."""
+
+
+def replay_periodic_from(orders: list, times: tuple[list[float], list[float], list[float], float],
+                         cut: int, shift: int) -> int | None:
+    """Where a zb_2p run whose orders are ``orders`` (every rank's, of one long run: one period
+    of ``shift`` steps inserted at every position ``cut + j shift``, ``steady_orders.
+    insertion_cut``) stops being in its timeline's transient, replayed on the priced passes
+    alone (``times``: each rank's F, I and W seconds and the send, ``pipeline.
+    ScheduledPipeline._times``): every pass starting when its rank is free and its input has
+    arrived, the send after the neighbour's pass. The least position ``p`` (every rank's order)
+    from which each step starts the same time after the step ``shift`` before it, within the
+    proofs' tolerance (``REL_TOL`` of the replay's makespan), on every rank, through ``cut`` (the run's own last insertion point); None where the
+    replay's last period is not that. Only a cost decision: it drops the gradient reduction,
+    the optimizer and any contention, and the engine's runs prove or refuse the period
+    (settle56: the transient of a slower stage's back pressure reaching the others, which
+    outlasts the order search's)."""
+    t_f, t_i, t_w, comm = times
+    pp = len(orders)
+    starts: list[list[float]] = [[] for _ in range(pp)]
+    ends: dict[tuple[str, int, int], float] = {}
+    free, cursor = [0.0] * pp, [0] * pp
+    progressed = True
+    while progressed:
+        progressed = False
+        for s in range(pp):
+            order = orders[s]
+            while cursor[s] < len(order):
+                p = order[cursor[s]]
+                kind, mb = p.kind, p.microbatch
+                if kind == "F":
+                    dep = ("F", mb, s - 1) if s else None
+                    dur = t_f[s]
+                elif kind == "W":
+                    dep, dur = None, t_w[s]
+                else:  # I (B: a whole backward)
+                    dep = ("I", mb, s + 1) if s < pp - 1 else None
+                    dur = t_i[s] + (t_w[s] if kind == "B" else 0.0)
+                if dep is not None and dep not in ends:
+                    break
+                begin = max(free[s], ends[dep] + comm) if dep is not None else free[s]
+                free[s] = begin + dur
+                ends[("I" if kind in "IB" else kind, mb, s)] = free[s]
+                starts[s].append(begin)
+                cursor[s] += 1
+                progressed = True
+    if any(len(x) < cut for x in starts) or cut < 2 * shift:
+        return None
+    tol = REL_TOL * max(free)
+    last = [x[cut - 1] - x[cut - 1 - shift] for x in starts]
+    period = last[0]
+    if any(abs(d - period) > tol for d in last):
+        return None
+    p = cut - 1
+    while p - 1 - shift >= 0 and all(abs(x[p - 1] - x[p - 1 - shift] - period) <= tol
+                                     for x in starts):
+        p -= 1
+    return p
+
+
+
+def past_transient(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
+                   m_first: int, m_last: int, q: int) -> int | None:
+    """The least length from ``m_first`` on, in steps of ``q`` micro-batches, whose cut
+    (``steady_orders.insertion_cut``) has :data:`SPARE_PERIODS` periods of the replay's steady
+    state (:func:`replay_periodic_from` on the orders of ``m_last`` micro-batches) before it;
+    None where that is ``m_first`` itself, past ``m_last``, or the replay has not settled by
+    then (the ladder's lengths are tried as they are)."""
+    from trainsim.pipeline import ScheduledPipeline
+    from trainsim.workload.pipeline_schedules import zb_2p, zb_w_fraction
+    m = cfg.num_microbatches
+    times = ScheduledPipeline(_TaskGraph(cfg, pricer, layer_source, 1))._times()
+    model = cfg.model
+    wf = zb_w_fraction(model.hidden_size, model.num_attention_heads, cfg.training.seq_length)
+    pp = cfg.parallel.pp
+    found = insertion_cut(zb_2p(pp, m_first, times, wf, m), zb_2p(pp, m_first + q, times, wf, m),
+                          q, [_end_passes(m_first, 1, "zb_2p")] * pp)
+    if found is None:
+        return None
+    cut, shift = found
+    p = replay_periodic_from(zb_2p(pp, m_last, times, wf, m), times,
+                             cut + (m_last - m_first) // q * shift, shift)
+    if p is None:
+        return None
+    m_a = m_first + q * max(0, -((cut - p - SPARE_PERIODS * shift) // shift))
+    return m_a if m_first < m_a <= m_last else None
+
+
+__all__ = ["SPARE_PERIODS", "past_transient", "replay_periodic_from"]
