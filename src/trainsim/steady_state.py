@@ -34,12 +34,16 @@ delayed W passes absorb a slower last stage's pace for several periods before it
 pressure reaches stage 0), so more of them take the longer attempts.
 
 ZB-2p's order is a search on the priced pass times (``workload.zb_search``) in whole
-microseconds, as its code base runs it: once its state repeats after a round, every longer
-search is a shorter one with rounds inserted (``zb_search.settle``), so the cut is found on A's
-and B's orders; a search that settles later than the first A tries the least A it allows (read
-from the priced passes, no graph built: ``ScheduledPipeline.settled_from``), then longer ones;
-an attempt whose B shows its timeline still in the transient at the cut (its periods there not
-one shift apart, ``steady_decay.spaced_evenly``) stops before A is run. GPipe runs two phases
+microseconds, as its code base runs it: once its state repeats after one round or several,
+every longer search is a shorter one with periods of that many rounds inserted
+(``zb_search.settle``), so the cut is found on A's and B's orders; a search that settles later
+than the first A tries the least A it allows (read from the priced passes, no graph built:
+``ScheduledPipeline.settled_from``), then longer ones, each leaving the iteration whole periods
+(:func:`_zb2p_tries`); where the priced passes replayed on the orders show the timeline's own
+transient outlasting the search's, from the first length past it
+(:func:`trainsim.steady_zb2p.past_transient`); an attempt whose B shows its timeline still in
+the transient at the cut (its periods there not one shift apart,
+``steady_decay.spaced_evenly``) stops before A is run. GPipe runs two phases
 whose stages keep paces of their own (:mod:`trainsim.steady_gpipe`). Where no period repeats
 within the truncated runs, longer runs are tried, and else :func:`steady_summary` returns None
 and the caller simulates every micro-batch. Small iterations are simulated in full.
@@ -265,8 +269,8 @@ def attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = N
 def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
              tries: list[Plan], cap: float) -> tuple[Summary | None, str]:
     """:func:`attempt` where the shortcut applies: the truncated runs ``tries``, in order;
-    zb_2p's from where its order search settles, once a graph has said where (the shorter
-    ones' orders are not the iteration's with rounds taken out, ``_extrapolate``)."""
+    zb_2p's from where its order search settles, read from the priced passes (the shorter
+    ones' orders are not the iteration's with periods taken out, ``_zb2p_tries``)."""
     spent, longest, settles, m = 0.0, 0, 0, cfg.num_microbatches
     runs: dict[int, tuple] = {}  # a failed attempt's B, which is the next attempt's A
     tries, chain = list(tries), None  # chain: the last failed contended attempt's
