@@ -150,3 +150,39 @@ def test_searches_of_several_rounds_are_proven_exactly_at_length(monkeypatch):
         if len(runs) == 2:
             assert runs[1024] == runs[4096]
     assert proven >= 12
+
+
+@pytest.mark.parametrize("n", [12, pytest.param(40, marks=pytest.mark.slow)])
+def test_late_settlers_transients_are_replayed_and_their_short_runs_skipped(monkeypatch, n):
+    """Those of the first ``n`` random configs at pp <= 4 with a period of one round whose replayed
+    transient (``steady_zb2p.past_transient``) moves their first truncated run at 1,024
+    micro-batches: each shortcut within 1e-9 of the full simulation with the replay and without
+    it (the ladder of lengths, main's way), the replay's graphs fewer tasks in all (one
+    config's a few more: its spare periods; the first 40's 23: 24,898 tasks against 46,588)."""
+    from trainsim import steady_zb2p
+
+    monkeypatch.setattr(steady, "MIN_TASKS", 0)
+    chosen = []
+    for cfg in pipelined_configs(n, "zb_2p", lambda pp: (40 * pp + 8, 80 * pp)):
+        c = _at(cfg, 1024)
+        pricer = Pricer(c)
+        settles, rounds = steady._settled_from(c, pricer, None)
+        if c.parallel.pp > 4 or rounds > 1:
+            continue
+        tries = steady._zb2p_tries(c, steady.attempts(c), settles, rounds)[1]
+        if len(tries) > 1 and steady_zb2p.past_transient(
+                c, pricer, None, tries[0].m_a, tries[-1].m_a, tries[0].q) is not None:
+            chosen.append(c)
+    assert len(chosen) >= n // 6
+    built = _built(monkeypatch)
+    tasks = {}
+    for replay in (True, False):
+        if not replay:
+            monkeypatch.setattr(steady, "past_transient", lambda *a: None)
+        built.clear()
+        for c in chosen:
+            fast = simulate(c)
+            assert fast.simulation["method"] == "steady-state", fast.simulation
+            assert_same_simulation(fast, simulate(c, keep_timeline=True))
+        tasks[replay] = sum(t for _, t in built)
+    assert tasks[True] < tasks[False], (len(chosen), tasks)
