@@ -12,6 +12,7 @@ from trainsim.catalog.frameworks import profile_supports
 from trainsim.combined_1f1b import beside_forward, lone_pass_specs, unpaired_bounds
 from trainsim.engine import Task
 from trainsim.pricing import DP, Priced, interned
+from trainsim.sharded_passes import chunk_unshard
 from trainsim.workload.schedule import (
     microbatch_group,
     pass_labels,
@@ -21,6 +22,7 @@ from trainsim.workload.schedule import (
 )
 from trainsim.workload.sharding import dp_bucket_count
 from trainsim.workload.te_weight_cache import weight_quantization
+from trainsim.workload.unshard_window import lowered, unshard_window
 
 if TYPE_CHECKING:
     from trainsim.chunks import Chunk
@@ -42,6 +44,7 @@ class PipelineTasks:
     zero: int
     fsdp: bool
     gather_once: bool
+    window: int | None
     sync_every_mb: bool
     tasks: list[Task]
     tags: list[int]
@@ -61,6 +64,11 @@ class PipelineTasks:
 
         def param_gathers(self, s: int, fraction: float, deps: list[int], label: str
                           ) -> list[int]: ...
+
+        def add(self, stream: tuple[int, str], priced: Priced | float, deps: list[int],
+                label: str, cat: str = ...) -> int: ...
+
+        def reduce_stream(self, group: str) -> str: ...
 
         def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int],
                      alone: bool = True) -> int: ...
@@ -100,7 +108,11 @@ class PipelineTasks:
         # the same tasks pass_and_send would add
         fwd_spec = [self._pass_spec(v % pp, self.work[v][0], v < last_v, True)
                     for v in range(last_v + 1)]
-        if self.gather_once:  # every chunk's first forward leads with its units' gathers
+        # torch's pipeline runtime gathers the chunks of its window as tasks of their own
+        # (``_unshard``): then no forward leads with its gathers
+        self.window = unshard_window(self.cfg) if self.gather_once else None
+        if self.gather_once and self.window is None:
+            # every chunk's first forward leads with its units' gathers
             first_spec = {v: self._pass_spec(v % pp, self.gathered[v][0], v < last_v, True)
                           for v in range(last_v + 1)}
         else:
@@ -147,6 +159,10 @@ class PipelineTasks:
         fwd_task, sent_f, sent_b = [-1] * (self.m * nv), [-1] * (self.m * nv), [-1] * (self.m * nv)
         orders = [schedule(s, pp, vpp, self.m, torch_warmup=torch_warmup(self.cfg),
                            group=microbatch_group(self.cfg)) for s in range(pp)]
+        # torch's runtime window (``workload.unshard_window``): what each pass is preceded by
+        window = self.window
+        events = [lowered(o, window)[0] for o in orders] if window is not None else None
+        pending: list[dict[int, list[int]]] = [{} for _ in range(pp)]
         cursor = [0] * pp
         remaining = sum(len(o) for o in orders)
         first_b, last_f = unpaired_bounds(orders) if lone else ([], [])
@@ -173,6 +189,9 @@ class PipelineTasks:
                             deps += first_fwd_deps.get((s, chunk), [])
                         if s in link_tail:  # its gathers queue behind the reductions
                             deps.append(link_tail[s])
+                        if events is not None:
+                            self.tag = k
+                            self._unshard(s, chunk, events[s][k][1], pending[s])
                         spec = first_spec.get(v, fwd_spec[v]) if mb == 0 else fwd_spec[v]
                         if lone and k < first_b[s]:  # a warm-up forward: no partner
                             spec = lone.first.get(v, lone.fwd[v]) if mb == 0 else lone.fwd[v]
@@ -194,6 +213,9 @@ class PipelineTasks:
                             deps = [fwd_task[at]]
                         if s in link_tail:
                             deps.append(link_tail[s])
+                        if events is not None:
+                            self.tag = k
+                            self._unshard(s, chunk, events[s][k][1], pending[s])
                         if mb == 0 and v in self.first_bwd:  # on the compute stream first
                             lead = self.first_bwd[v]
                             add_tag(k)
@@ -222,6 +244,32 @@ class PipelineTasks:
                     progressed = True
             if not progressed:  # pragma: no cover - schedules are deadlock-free by construction
                 raise RuntimeError("pipeline schedule has a cycle")
+
+    def _unshard(self, s: int, chunk: int, gather: tuple[int, ...],
+                 pending: dict[int, list[int]]) -> None:
+        """Before stage ``s``'s pass on ``chunk`` under torch's runtime window: the UNSHARDs the
+        lowering puts there (each ``gather``ed chunk's unit all-gathers, issued from the compute
+        stream: behind the compute enqueued so far on it, none at the step's start), then,
+        where the pass's chunk was gathered and not yet waited for, the wait and FSDP2's
+        copy-out on the compute stream (``_assert_unsharded``). The chunk's gathers are
+        ``pending`` from their UNSHARD to that wait."""
+        tasks, compute = self.tasks, (s, "compute")
+        behind = next(([i] for i in range(len(tasks) - 1, -1, -1)
+                       if tasks[i].stream == compute), [])
+        for c in gather:
+            v = c * self.pp + s
+            key = ("unshard", v)
+            hit = self._memo.get(key)
+            if hit is None:
+                hit = self._memo[key] = chunk_unshard(self.cfg, self.pricer, v)
+            by_group, _ = hit
+            pending[c] = [self.add((s, self.reduce_stream(group)), seconds, list(behind),
+                                   f"FSDP UNSHARD all-gather {group} chunk {c}", DP)
+                          for group, seconds in by_group.items() if seconds > 0]
+        waits = pending.pop(chunk, None)
+        if waits is not None:
+            copies = self._memo[("unshard", chunk * self.pp + s)][1]
+            self.add(compute, copies, waits, f"FSDP UNSHARD wait + copy-out chunk {chunk}")
 
     def _bucketed_first_chunk(self) -> int:
         """Buckets of pipeline rank 0's first chunk under Megatron-core's DDP (see

@@ -169,6 +169,22 @@ def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     return out, gathers
 
 
+def chunk_unshard(cfg: RunConfig, pricer: Pricer, v: int) -> tuple[dict[str, float], Priced]:
+    """Virtual stage ``v``'s UNSHARD under torch's pipeline runtime (``workload.unshard_window``):
+    the seconds of its FSDP units' all-gathers by process group (``dp_cp``, ``edp``), issued
+    together, one after another on that group's NCCL stream; and the FSDP2 copy-out the stage's
+    next compute action runs first (``_assert_unsharded`` -> ``wait_for_unshard``)."""
+    ranges = cfg.virtual_stage_layers()
+    units = fsdp_unit_gathers(cfg, ranges[v], v == 0, v == len(ranges) - 1)
+    by_group: dict[str, float] = {}
+    for unit in units:
+        for c in unit:
+            by_group[c.group] = by_group.get(c.group, 0.0) + pricer.comm_time(c)
+    copies = pricer.price(fsdp2_copies.copy_out(units)) if fsdp2_copies.applies(cfg) \
+        else interned(())
+    return by_group, copies
+
+
 def backward_wait_s(gather_s: list[float], compute_s: list[float], reduce_s: list[float],
                     rs_wait: bool = False) -> float:
     """What a backward pass waits for its units' gathers (``prefetch_exposed_s``) when each

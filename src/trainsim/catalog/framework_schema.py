@@ -232,6 +232,13 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # last micro-batch's backward, its gradients accumulated unsharded in the reduce dtype
     # (torchtitan: reshard_after_forward=False under PP; torch.distributed.pipelining no-sync)
     "fsdp_pp_unsharded": _nullable(_bool),
+    # how many local pipeline stages the pipeline runtime keeps gathered under that no-sync:
+    # torch's _PipelineScheduleRuntime (multi-stage schedules from torch 2.10.0) UNSHARDs the
+    # next N stages to compute from the step's start and RESHARDs a stage leaving that window
+    # (_add_unshard_reshard, max_active_stages=3; workload.unshard_window); null: no window,
+    # each chunk gathered by its first forward and kept through the step
+    "pp_unshard_window": _nullable(lambda v: _int(v) or (None if v >= 1 else "expected a "
+                                                          "positive integer or null")),
     # the framework turns its fp8 all-gather of FSDP units (``fp8_param_gather``) on only
     # where the data-parallel ranks shard the model (dp_shard > 1: torchtitan's Float8Handler);
     # a run sharded over CP alone gathers its weights in 16 bits (workload.fp8_gather)
@@ -563,7 +570,8 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "remat_dce", "onehot_embedding", "voca
     "complex_rope", "eager_glu", "qkv_relayout_copies", "fp32_grad_add",
     "unfused_grad_accumulation",
     "clip_unsharded_grads", "zero1_gather_copies", "p2p_tensor_metadata",
-    "softmax_args_swapped", "megatron_batch_fn", "ds_loss_item_sync", "fsdp_pp_unsharded", "fp8_gather_needs_dp_shard",
+    "softmax_args_swapped", "megatron_batch_fn", "ds_loss_item_sync", "fsdp_pp_unsharded", "pp_unshard_window",
+    "fp8_gather_needs_dp_shard",
     "fp8_gather_per_tensor_only",
     "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
     "megatron_fsdp_unfused_wgrad", "te_weight_cache", "megatron_fsdp_16bit_params",

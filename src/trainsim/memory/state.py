@@ -50,6 +50,7 @@ from trainsim.workload.fp8_gather import fp8_weight_shapes, fp8_weights_gathered
 from trainsim.workload.ops import NVFP4_ELEMENT_BYTES
 from trainsim.workload.optimizer_impl import optimizer_impl
 from trainsim.workload.sharding import fsdp_pp_mode
+from trainsim.workload.unshard_window import unshard_window
 from trainsim.workload.vocab import rank_vocab
 
 DEEPSPEED_REDUCE_BUCKET = 500_000_000
@@ -354,6 +355,13 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
     side = max(2 * unit_b, 2.0 * root + unit_b) if fsdp2_copies.applies(cfg) else 0.0
     master, opt = (2.0, _optimizer_bytes(cfg) / 2) if bits16 else (4.0, _optimizer_bytes(cfg))
     mode = fsdp_pp_mode(cfg)
+    window = unshard_window(cfg)
+    if window is not None and window < p.vpp:
+        # torch's pipeline runtime holds at most ``window`` of the stage's chunks gathered
+        # (workload.unshard_window: a chunk leaving it is resharded): the root unit's chunk
+        # and as many chunks' blocks beside it, at most
+        root_b = 2.0 * root
+        held_b = min(held_b, root_b + (held_b - root_b) * window / p.vpp)
     if mode == "unsharded":
         # every unit of the stage stays gathered from its first forward to the last
         # micro-batch's backward, and each backward adds its 16-bit gradients into an unsharded
