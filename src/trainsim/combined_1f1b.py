@@ -75,7 +75,8 @@ def lone_pass_specs(graph: Any, last_v: int, first_wait: dict,
                 if p.zero3_gather == "per_parameter" else \
                 unit_gather_passes(alone_cfg, pricer, alone, [0.0] * graph.pp)
             if graph.gather_once:  # as the paired passes: only the first forward gathers
-                once = {v: fwd for v, (fwd, _) in work.items()}
+                # (none under torch's runtime window: its gathers are tasks, pass_specs)
+                once = {v: fwd for v, (fwd, _) in work.items()} if graph.window is None else {}
                 work = {v: (alone[v].fwd, bwd) for v, (_, bwd) in work.items()}
         hit = memo["lone_chunks"] = (alone, work, once, blocks)
     alone, work, once, blocks = hit
