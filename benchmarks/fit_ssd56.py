@@ -23,13 +23,14 @@ Held out:
 from __future__ import annotations
 
 import csv
-import math
 import statistics
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+
+from fit_kernels import golden  # golden-section search, as the kernel fits use it
 
 FIT_PREFIX = "tileops1675-"
 HELD_PREFIX = "tileops1557-"
@@ -65,23 +66,6 @@ def mape(errs: list[float]) -> float:
     return 100.0 * sum(abs(e) for e in errs) / len(errs)
 
 
-def golden(f, lo: float, hi: float, tol: float = 1e-4) -> float:
-    g = (math.sqrt(5.0) - 1.0) / 2.0
-    a, b = lo, hi
-    c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = f(c), f(d)
-    while b - a > tol:
-        if fc < fd:
-            b, d, fd = d, c, fc
-            c = b - g * (b - a)
-            fc = f(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + g * (b - a)
-            fd = f(d)
-    return (a + b) / 2.0
-
-
 def h800_chunk_scan(fraction: float) -> list[tuple[int, float, float]]:
     """(seqlen, measured s, priced s) of the H800 chunk-scan rows: moved bytes at ``fraction``
     of the H800's HBM, one launch."""
@@ -107,7 +91,7 @@ def h800_chunk_scan(fraction: float) -> list[tuple[int, float, float]]:
 def fit() -> float:
     """The fitted fraction, rounded to three decimals."""
     fit_rows = [r for r in _rows() if r["id"].startswith(FIT_PREFIX)]
-    return round(golden(lambda f: mape(errors(f, fit_rows)), 0.05, 1.0), 3)
+    return round(golden(lambda f: mape(errors(f, fit_rows)), 0.05, 1.0, tol=1e-4), 3)
 
 
 def main() -> None:

@@ -175,6 +175,14 @@ SIZES = {"tp": [1, 2, 3, 4, 5, 6, 8, 16], "pp": [1, 2, 3, 4, 5, 8], "cp": [1, 2,
 SCHEDULES = ["1f1b", "zb_v", "interleaved_1f1b", "zb_h1", "gpipe"]
 
 
+def _refused(r: Any, lines: list[str]) -> str | None:
+    """None for a refusal in one line (counted in ``REFUSED``), else the finding."""
+    if len(lines) != 1:
+        return f"exit {r.exit_code} with {len(lines)} error lines"
+    REFUSED[0] += 1
+    return None
+
+
 def sizes_check(args: list[str], lists: dict[str, list[int]], splits: dict[str, Callable],
                 schedules: bool) -> str | None:
     """sizes' oracle for a search or plan command line ``args`` (``lists``: the sizes given
@@ -200,10 +208,7 @@ def sizes_check(args: list[str], lists: dict[str, list[int]], splits: dict[str, 
         REFUSED[0] += 1
         return None
     if r.exit_code != 0:
-        if len(lines) != 1:
-            return f"exit {r.exit_code} with {len(lines)} error lines"
-        REFUSED[0] += 1
-        return None
+        return _refused(r, lines)
     got = json.loads(r.stdout)
     if not fuzz_checks.finite(got):
         return "a non-finite figure in the JSON"
@@ -339,10 +344,7 @@ def days_check(args: list[str], iteration_s: float, days: float) -> str | None:
         REFUSED[0] += 1
         return None
     if r.exit_code != 0:
-        if len(lines) != 1:
-            return f"exit {r.exit_code} with {len(lines)} error lines"
-        REFUSED[0] += 1
-        return None
+        return _refused(r, lines)
     return None if fuzz_checks.finite(json.loads(r.stdout)) else "a non-finite figure"
 
 
