@@ -38,40 +38,13 @@ def replay_periodic_from(orders: list, times: tuple[list[float], list[float], li
     ScheduledPipeline._times``): every pass starting when its rank is free and its input has
     arrived, the send after the neighbour's pass. The least position ``p`` (every rank's order)
     from which each step starts the same time after the step ``shift`` before it, within the
-    proofs' tolerance (``REL_TOL`` of the replay's makespan), on every rank, through ``cut`` (the run's own last insertion point); None where the
-    replay's last period is not that. Only a cost decision: it drops the gradient reduction,
+    proofs' tolerance (``REL_TOL`` of the replay's makespan), on every rank, through ``cut``
+    (the run's own last insertion point); None where the replay's last period is not that. Only a cost decision: it drops the gradient reduction,
     the optimizer and any contention, and the engine's runs prove or refuse the period
     (settle56: the transient of a slower stage's back pressure reaching the others, which
     outlasts the order search's)."""
-    t_f, t_i, t_w, comm = times
-    pp = len(orders)
-    starts: list[list[float]] = [[] for _ in range(pp)]
-    ends: dict[tuple[str, int, int], float] = {}
-    free, cursor = [0.0] * pp, [0] * pp
-    progressed = True
-    while progressed:
-        progressed = False
-        for s in range(pp):
-            order = orders[s]
-            while cursor[s] < len(order):
-                p = order[cursor[s]]
-                kind, mb = p.kind, p.microbatch
-                if kind == "F":
-                    dep = ("F", mb, s - 1) if s else None
-                    dur = t_f[s]
-                elif kind == "W":
-                    dep, dur = None, t_w[s]
-                else:  # I (B: a whole backward)
-                    dep = ("I", mb, s + 1) if s < pp - 1 else None
-                    dur = t_i[s] + (t_w[s] if kind == "B" else 0.0)
-                if dep is not None and dep not in ends:
-                    break
-                begin = max(free[s], ends[dep] + comm) if dep is not None else free[s]
-                free[s] = begin + dur
-                ends[("I" if kind in "IB" else kind, mb, s)] = free[s]
-                starts[s].append(begin)
-                cursor[s] += 1
-                progressed = True
+    from trainsim.workload.pipeline_schedules import pass_starts
+    starts, free = pass_starts(orders, *times)
     if any(len(x) < cut for x in starts) or cut < 2 * shift:
         return None
     tol = REL_TOL * max(free)
@@ -84,7 +57,6 @@ def replay_periodic_from(orders: list, times: tuple[list[float], list[float], li
                                      for x in starts):
         p -= 1
     return p
-
 
 
 def past_transient(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,

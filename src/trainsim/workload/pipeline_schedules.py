@@ -317,18 +317,19 @@ def rank_chunks(name: str | None, stage: int, pp: int, vpp: int) -> tuple[int, .
     return tuple(virtual_stage(name, stage, c, pp) for c in range(chunks))
 
 
-def stage_span_s(plan: list[list[Step]], t_f: list[float], t_i: list[float], t_w: list[float],
-               comm_s: float) -> float:
-    """The longest stage's execution time (its first pass's start to its last pass's end) of
-    a one-chunk plan, each pass starting when its rank is free and its input has arrived
-    (``comm_s`` after the neighbour's pass): the cost by which Qi et al. §5.3 score a schedule
-    and from which their bubble rates are computed."""
+def pass_starts(plan: list[list[Step]], t_f: list[float], t_i: list[float], t_w: list[float],
+                comm_s: float) -> tuple[list[list[float]], list[float]]:
+    """Each rank's pass start times of a one-chunk plan and when each rank is free at the end,
+    each pass starting when its rank is free and its input has arrived (``comm_s`` after the
+    neighbour's pass); a rank stops where its next pass waits on one never placed."""
     pp = len(plan)
     end: dict[tuple[str, int, int], float] = {}
+    starts: list[list[float]] = [[] for _ in range(pp)]
     free = [0.0] * pp
-    first = [-1.0] * pp
     cursor = [0] * pp
-    while any(cursor[s] < len(plan[s]) for s in range(pp)):
+    progressed = True
+    while progressed:
+        progressed = False
         for s in range(pp):
             while cursor[s] < len(plan[s]):
                 p = plan[s][cursor[s]]
@@ -345,12 +346,21 @@ def stage_span_s(plan: list[list[Step]], t_f: list[float], t_i: list[float], t_w
                     break
                 ready = end[dep] + comm_s if dep is not None else 0.0
                 start = max(free[s], ready)
-                if first[s] < 0:
-                    first[s] = start
+                starts[s].append(start)
                 free[s] = start + dur
                 end[("I" if p.kind in "IB" else p.kind, p.microbatch, s)] = free[s]
                 cursor[s] += 1
-    return max(f - max(b, 0.0) for f, b in zip(free, first))
+                progressed = True
+    return starts, free
+
+
+def stage_span_s(plan: list[list[Step]], t_f: list[float], t_i: list[float], t_w: list[float],
+                 comm_s: float) -> float:
+    """The longest stage's execution time (its first pass's start to its last pass's end) of
+    a one-chunk plan (:func:`pass_starts`): the cost by which Qi et al. §5.3 score a schedule
+    and from which their bubble rates are computed."""
+    starts, free = pass_starts(plan, t_f, t_i, t_w, comm_s)
+    return max(f - (x[0] if x else 0.0) for f, x in zip(free, starts))
 
 
 class Searched(list):
