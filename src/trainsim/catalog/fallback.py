@@ -177,7 +177,7 @@ def _megatron_sharded(zero_stage: object, replicas: object, date: str, fp8: bool
     dist_opt = str(distributed_optimizer or "").strip().lower() in ("1", "true", "yes")
     if dist_opt:
         why = "and Megatron's distributed optimizer, which Megatron-FSDP runs and FSDP2 has " \
-            "none of (MEGATRON_SHARDED)"
+            "none of (MEGATRON_SHARDED):"
     elif fp8 and not compiled:
         why = "and fp8 GEMMs without torch.compile, which PyTorch's fp8 training needs " \
             "(MEGATRON_SHARDED): Transformer Engine's fp8 under"
@@ -188,8 +188,7 @@ def _megatron_sharded(zero_stage: object, replicas: object, date: str, fp8: bool
     version = entry_at(MEGATRON_SHARDED, date)
     if not _accepts(MEGATRON_SHARDED, version, zero_stage, replicas):
         return None
-    return MEGATRON_SHARDED, version, \
-        f"{why}{'' if why.endswith('under') else ':'} Megatron-FSDP, {MECHANISMS[MEGATRON_SHARDED]}"
+    return MEGATRON_SHARDED, version, f"{why} Megatron-FSDP, {MECHANISMS[MEGATRON_SHARDED]}"
 
 
 def fallback_framework(zero_stage: object = None, replicas: object = None,

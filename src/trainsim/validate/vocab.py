@@ -167,9 +167,11 @@ measured maximum), their own promotion of fp8 sums apart (``kernels.FP8_FAST_ACC
 other name is an error: a typo or an unknown library is not priced as a guess."""
 
 MEMORY_LIBRARIES = frozenset({"liger", "vllm", "torch", "triton", "cub", "cute", "causal_conv1d"})
-SSD_LIBRARIES = frozenset({"triton"})  # an ssd_fwd row: mamba_ssm's Triton kernels
 """Libraries of the memory-bound rows whose kernel structure ``kernels.MEMORY_VARIANTS`` reads;
 any other name is an error."""
+
+SSD_LIBRARIES = frozenset({"triton"})
+"""Libraries of an ``ssd_fwd`` row: mamba_ssm's Triton kernels (``kernels._ssd_forward``)."""
 
 UNITS = {"tflop/s": "TFLOP/s", "tflops": "TFLOP/s", "s": "s", "sec": "s", "ms": "ms",
          "msec": "ms", "us": "us", "\u00b5s": "us", "\u03bcs": "us", "usec": "us"}
