@@ -1,6 +1,6 @@
-"""What ``training.framework`` does to a run config as it is read (``catalog.run_config_from_dict``):
-the dropouts and MTP layers its model class builds, the fp8-only settings a 16-bit run states and ignores, and
-a dense model's MoE-only settings refused."""
+"""What ``training.framework`` does to a run config as it is read
+(``catalog.run_config_from_dict``): the dropouts and MTP layers its model class builds, the
+fp8-only settings a 16-bit run states and ignores, and a dense model's MoE-only settings refused."""
 
 from __future__ import annotations
 

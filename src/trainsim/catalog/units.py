@@ -121,6 +121,10 @@ def _positive(value: Any, where: str) -> float:
     return f
 
 
+SIZES_WRITTEN = ("hbm_gib", "l2_mib")
+"""Fields in catalog units that are sizes, not rates (``_scaled``)."""
+
+
 def _scaled(value: Any, where: str, scale: float, positive: bool = True) -> float:
     """A field in catalog units (GB/s, GiB, TFLOP/s) in SI units, checked as written: 1e300
     GB/s overflows to inf bytes/s, which an error would otherwise name by its SI field."""
@@ -135,6 +139,3 @@ def _scaled(value: Any, where: str, scale: float, positive: bool = True) -> floa
                           "hardware is that slow)")
     return f
 
-
-SIZES_WRITTEN = ("hbm_gib", "l2_mib")
-"""Fields in catalog units that are sizes, not rates (``_scaled``)."""
