@@ -3,11 +3,13 @@ file, and one question: does one physical mechanism explain why the NeMo 25.0x /
 rows are priced fast? (issue 17 item 2, 57th session; a diagnostic: nothing here feeds
 trainsim.)
 
-    PYTHONPATH=src python benchmarks/blackwell57_rows.py --out DIR    # ~10-25 min on 2 busy cores
+    PYTHONPATH=src python benchmarks/blackwell57_rows.py --out DIR    # ~3-10 min on 2 busy cores
     PYTHONPATH=src python benchmarks/blackwell57_rows.py --report DIR # reprint from DIR's JSON
+    PYTHONPATH=src python benchmarks/blackwell57_rows.py --report DIR --check 0.136  # part 6
 
-Each row is priced as ``trainsim validate`` prices it (``base``) and twice more with one kind
-of sm100 work made ``STEP`` slower: ``gemm`` (dense GEMMs alone: what a slower GEMM library
+Each row is priced as ``trainsim validate`` prices it (``base``) and again with one kind of
+sm100 work made ``STEP`` slower at a time: ``memory`` (memory-bound kernels), ``comm``
+(collectives and sends), ``gemm`` (dense GEMMs alone: what a slower GEMM library
 would cost) and ``clock`` (every tensor-core kernel, dense and grouped GEMMs, fused attention
 and its exponentials: what a lower SM clock under the board's power limit would cost; HBM-bound
 kernels and NVLink keep their speed). The step's rise over ``STEP`` is the kind's share ``s`` of
@@ -21,7 +23,9 @@ what the same releases measure on Hopper.
 Printed: (1) every sm100 row: source, GPU, dtype and fp8 recipe, framework and release, dense or
 MoE, micro-batch shape (micro-batch x sequence / CP tokens, TP), CUDA graphs, signed error, both
 shares; (2) the mean signed error by (framework release, GPU) beside the Hopper rows of the same
-release; (3) each mechanism's leave-one-source-out fit.
+release; (3) each mechanism's leave-one-source-out fit; (4) same-work pairs across GPUs, releases
+and models; (5) fp8 over bf16 at one layout; (6) with ``--check A``, the linear estimate of
+part 3 against a real re-pricing with dense sm100 GEMMs ``A`` slower.
 """
 
 from __future__ import annotations
@@ -53,8 +57,8 @@ def sm100(gpu: str) -> bool:
     return gpu.lower() in SM100
 
 
-def patch(variant: str) -> None:
-    """Make one kind of sm100 work ``STEP`` slower in this process."""
+def patch(variant: str, step: float = STEP) -> None:
+    """Make one kind of sm100 work ``step`` slower in this process."""
     from trainsim import pricing
     from trainsim.compute import chain
     from trainsim.workload.ops import Attention, Elementwise, Gemm
@@ -62,7 +66,7 @@ def patch(variant: str) -> None:
         return
     if variant == "comm":  # collectives and sends (only sm100 rows are priced in a variant)
         orig_c = pricing.Pricer._comm_time
-        pricing.Pricer._comm_time = lambda self, op: orig_c(self, op) * (1 + STEP)
+        pricing.Pricer._comm_time = lambda self, op: orig_c(self, op) * (1 + step)
         return
     orig = chain.ChainModel.explain
 
@@ -73,7 +77,7 @@ def patch(variant: str) -> None:
         dense = isinstance(op, Gemm) and (not op.grouped or op.grouped == "userbuffers")
         hit = {"gemm": dense, "clock": isinstance(op, (Gemm, Attention)),
                "memory": isinstance(op, Elementwise)}[variant]
-        return (t * (1 + STEP) if hit else t), how
+        return (t * (1 + step) if hit else t), how
     chain.ChainModel.explain = explain
 
 
@@ -115,9 +119,9 @@ def rows() -> list[dict[str, str]]:
     return out
 
 
-def run(variant: str, rs: list[dict[str, str]]) -> dict[str, list[float]]:
+def run(variant: str, rs: list[dict[str, str]], step: float = STEP) -> dict[str, list[float]]:
     todo = rs if variant == "base" else [r for r in rs if r["_gen"] == "sm100"]
-    with Pool(2, initializer=patch, initargs=(variant,)) as pool:
+    with Pool(2, initializer=patch, initargs=(variant, step)) as pool:
         return {k: [m, p] for k, m, p in pool.map(_predict, todo, chunksize=2)}
 
 
@@ -213,6 +217,7 @@ def report(out: Path, rs: list[dict[str, str]]) -> None:
             cells.append(f"{rel} {a:+.3f} ({len(ks)})")
         print("    a per release alone: " + "; ".join(cells))
     pairs(base, by)
+    dtype_pairs({k: v for k, v in base.items() if k in ok}, by)
 
 
 # Same-work pairs: (label, key a, key b). Per-GPU seconds per sequence (step x GPUs / global
@@ -253,6 +258,30 @@ def pairs(base: dict[str, list[float]], by: dict[str, dict[str, str]]) -> None:
               f"predicted {pb / pa:.3f}")
 
 
+def dtype_pairs(base: dict[str, list[float]], by: dict[str, dict[str, str]]) -> None:
+    """Rows of one file, model, GPU and layout in bf16 and in fp8: the fp8 step over the bf16
+    one, measured and predicted (what fp8 alone buys; the miss both dtypes share cancels)."""
+    print("\n5. fp8 / bf16 at one layout (same file, model, GPUs, parallel sizes, batch, sequence)")
+    cells = ("model", "gpu", "num_gpus", "tp", "pp", "cp", "ep", "vpp", "micro_batch_size",
+             "global_batch_size", "seq_length")
+    groups: dict[tuple[str, ...], dict[str, str]] = defaultdict(dict)
+    for k in base:
+        r = by[k]
+        dt = r["dtype"] + (f"/{r['fp8_recipe']}" if r.get("fp8_recipe") else "")
+        groups[(r["_src"],) + tuple(r.get(c) or "" for c in cells)][dt] = k
+    for key, ks in sorted(groups.items()):
+        if "bf16" not in ks or len(ks) < 2:
+            continue
+        mb, pb = base[ks["bf16"]]
+        for dt, k in sorted(ks.items()):
+            if dt == "bf16":
+                continue
+            m, p = base[k]
+            print(f"  {key[0]:18s} {key[1]:18s} {key[2][:6]:6s} {key[3]:>5s} {dt:12s} measured "
+                  f"{m / mb:.3f} predicted {p / pb:.3f} (bf16 {(pb / mb - 1) * 100:+5.1f} %, "
+                  f"{dt} {(p / m - 1) * 100:+5.1f} %)")
+
+
 def mean(xs: list[float]) -> float:
     return 100 * sum(xs) / len(xs) if xs else float("nan")
 
@@ -266,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--out", type=Path, help="price every variant into DIR, then report")
     g.add_argument("--report", type=Path, help="report from DIR's JSON")
+    ap.add_argument("--check", type=float, metavar="A",
+                    help="re-price the sm100 rows with dense GEMMs A slower and set the step's "
+                         "MAPE per source beside the linear estimate (DIR holds the base run)")
     ns = ap.parse_args(argv)
     rs = rows()
     out = ns.out or ns.report
@@ -276,7 +308,34 @@ def main(argv: list[str] | None = None) -> int:
                 (out / f"{v}.json").write_text(json.dumps(run(v, rs)))
                 print(f"priced {v}", file=sys.stderr)
     report(out, rs)
+    if ns.check is not None:
+        check(out, rs, ns.check)
     return 0
+
+
+def check(out: Path, rs: list[dict[str, str]], a: float) -> None:
+    """The linear estimate of part 3 against a real re-pricing at one ``a``."""
+    base = json.loads((out / "base.json").read_text())
+    gemm = json.loads((out / "gemm.json").read_text())
+    path = out / f"gemm_{a:g}.json"
+    if not path.exists():
+        path.write_text(json.dumps(run("gemm", rs, a)))
+    real = json.loads(path.read_text())
+    by = {r["_key"]: r for r in rs}
+    print(f"\n6. dense sm100 GEMMs {a:+.3f} slower, re-priced: MAPE (signed) per source, linear "
+          "estimate -> re-priced")
+    srcs: dict[str, list[str]] = defaultdict(list)
+    for k in real:
+        if k in base and base[k][1] == base[k][1] and real[k][1] == real[k][1]:
+            srcs[by[k]["_src"]].append(k)
+    for src, ks in sorted(srcs.items()):
+        lin = [base[k][1] * (1 + a * (gemm[k][1] / base[k][1] - 1) / STEP) / base[k][0] - 1
+               for k in ks]
+        new = [real[k][1] / real[k][0] - 1 for k in ks]
+        old = [base[k][1] / base[k][0] - 1 for k in ks]
+        print(f"  {src:22s} {len(ks):3d}  {mean_abs(old):5.1f} ({mean(old):+5.1f}) -> linear "
+              f"{mean_abs(lin):5.1f} ({mean(lin):+5.1f}), re-priced {mean_abs(new):5.1f} "
+              f"({mean(new):+5.1f})")
 
 
 if __name__ == "__main__":

@@ -89,3 +89,15 @@ def test_report_reads_the_variant_files(bw, tmp_path, capsys):
     # gap 0.1 over a GEMM share of 0.6: the row alone asks for a = +0.17
     line = next(x for x in out.splitlines() if k_bw[:40] in x)
     assert "-9.1" in line and "0.60" in line and "+0.17" in line
+
+
+def test_check_sets_the_linear_estimate_beside_a_stored_repricing(bw, tmp_path, capsys):
+    rs = [r for r in bw.rows() if r["_key"] == "public:bridge2511-llama3.1-405b-b200-128"]
+    k = rs[0]["_key"]
+    (tmp_path / "base.json").write_text(json.dumps({k: [1.0, 0.9]}))
+    (tmp_path / "gemm.json").write_text(json.dumps({k: [1.0, 0.954]}))  # share 0.6
+    (tmp_path / "gemm_0.2.json").write_text(json.dumps({k: [1.0, 1.0]}))
+    bw.check(tmp_path, rs, 0.2)
+    out = capsys.readouterr().out
+    # linear: 0.9 x (1 + 0.2 x 0.6) = 1.008 -> +0.8 %; the stored re-pricing says 0.0 %
+    assert "10.0 (-10.0) -> linear   0.8 ( +0.8), re-priced   0.0 ( +0.0)" in out
