@@ -1,0 +1,44 @@
+"""MLPerf's NeMo code on Blackwell (57th session, mlperf57): from TE v2.0 a per-tensor fp8
+quantizer writes no transposed copy where the GEMMs take any layout (TransformerEngine@v2.2.1
+pytorch/csrc/extensions/quantizer.cpp L106, L217; tensor/float8_tensor.py L435-441), and every
+Blackwell submission of MLPerf 5.0 and 5.1 pins TE v2.2.1 or release_v2.8, so the profile's
+``fp8_non_tn_layouts`` holds from 5.0; 4.1's B200 preview ran the 24.09 container's TE 1.x."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from trainsim.catalog.frameworks import framework_supports
+from trainsim.validate.training import predict_training_row, row_config
+from trainsim.workload import te_weight_cache
+from trainsim.workload.shard import shard_of
+
+MLPERF5 = Path(__file__).resolve().parents[1] / "benchmarks" / "training_mlperf5.csv"
+
+
+def _row_cfg(row_id: str):
+    with open(MLPERF5, newline="") as fh:
+        row = next(r for r in csv.DictReader(fh) if r["id"] == row_id)
+    return row_config(row, predict_training_row(row).chosen)
+
+
+def test_non_tn_layouts_from_the_te_2_rounds():
+    for version, expected in (("3.1", False), ("4.0", False), ("4.1", False), ("5.0", True),
+                              ("5.1", True)):
+        assert bool(framework_supports("mlperf-nemo", version, "fp8_non_tn_layouts")) \
+            is expected, version
+
+
+@pytest.mark.parametrize("row_id, tn_only", [
+    ("mlperf50-nvidia-llama3.1-405b-gb200-512", False),
+    ("mlperf50-nvidia-llama3.1-405b-h100-512", True),   # Hopper: TN only whatever TE says
+    ("mlperf51-uf-llama3.1-8b-b200-8", False),
+])
+def test_blackwell_rows_make_no_fp8_transposes(row_id, tn_only):
+    cfg = _row_cfg(row_id)
+    assert shard_of(cfg).fp8_tn_only is tn_only
+    # the fp8 parameters' once-a-step transposes go with the layout
+    assert te_weight_cache.transposes(cfg) is tn_only
