@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trainsim.catalog.frameworks import framework_supports
+from trainsim.catalog.frameworks import framework_default, framework_supports
 from trainsim.validate.training import predict_training_row, row_config
 from trainsim.workload import te_weight_cache
 from trainsim.workload.shard import shard_of
@@ -42,3 +42,19 @@ def test_blackwell_rows_make_no_fp8_transposes(row_id, tn_only):
     assert shard_of(cfg).fp8_tn_only is tn_only
     # the fp8 parameters' once-a-step transposes go with the layout
     assert te_weight_cache.transposes(cfg) is tn_only
+
+
+def test_amax_group_by_megatron_release():
+    # 4.0's core_v0.7.0.beta reduces amaxes over TP x DP x CP; 4.1's 24.09-alpha.rc0 over
+    # TP x CP (2e429097dd, reverted after the tag); 5.0+ tp_only_amax_red True
+    for version, expected in (("4.0", False), ("4.1", True), ("5.0", True), ("5.1", True)):
+        assert bool(framework_supports("mlperf-nemo", version, "fp8_amax_tp_only")) \
+            is expected, version
+
+
+
+def test_nccl_communicator_config_from_v4_0():
+    # v4.0 / v4.1 config_common.sh NCCL_CFG_PATH: dp and dp_cp max_ctas 8; v3.1 sets none
+    assert framework_default("mlperf-nemo", "3.1", "dp_max_ctas") is None
+    for version in ("4.0", "4.1", "5.0", "5.1"):
+        assert framework_default("mlperf-nemo", version, "dp_max_ctas") == 8, version
