@@ -58,3 +58,23 @@ def test_nccl_communicator_config_from_v4_0():
     assert framework_default("mlperf-nemo", "3.1", "dp_max_ctas") is None
     for version in ("4.0", "4.1", "5.0", "5.1"):
         assert framework_default("mlperf-nemo", version, "dp_max_ctas") == 8, version
+
+
+def test_vpp_diagnostic_counts_per_sequence():
+    import sys
+    sys.path.insert(0, str(MLPERF5.parent))
+    import mlperf57_vpp as mv
+
+    base = {"vpp": "12", "micro_batch_size": "2", "tp": "4", "seq_length": "2048",
+            "hidden_size": "12288", "framework_version": "4.0"}
+    smc = mv.counts(base)
+    # a pass per chunk forward and backward per micro-batch of 2 sequences
+    assert smc["passes"] == 12 and smc["dp_barriers"] == 12
+    # one [s/tp, mbs, h] bf16 send a pass: bytes per sequence do not depend on the micro-batch
+    assert smc["p2p_MB"] == pytest.approx(12 * 512 * 2 * 12288 * 2 / 1e6)
+    assert mv.counts({**base, "micro_batch_size": "1"})["p2p_MB"] == pytest.approx(smc["p2p_MB"])
+    # v3.1 and v4.1 keep the amax reductions off the data-parallel replicas
+    assert mv.counts({**base, "framework_version": "4.1"})["dp_barriers"] == 0
+    assert mv.counts({**base, "vpp": "4"})["passes"] == 4
+    assert mv.fit_one([1.0, 2.0], [2.0, 4.0]) == pytest.approx(2.0)
+    assert mv.fit_one([0.0, 0.0], [1.0, 2.0]) == 0.0
