@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mirror_rows
 
-HEADER = mirror_rows.v2_header(vocab_size=["tied_embeddings"],
+HEADER = mirror_rows.v2_header(vocab_size=["tied_embeddings"], ep=["etp"],
                                note=["attention_dropout", "hidden_dropout"])
 REPO_DIR = "NVIDIA+dgxc-benchmarking"
 REPO = "NVIDIA/dgxc-benchmarking"
@@ -63,6 +63,26 @@ YAML_PHRASES = ("hidden_size: 6144", "ffn_hidden_size: 32768", "num_attention_he
                 "overlap_grad_sync: true", "overlap_param_sync: true", "grad_sync_dtype: bf16",
                 "activations_checkpoint_granularity: null", "use_flash_attention: true",
                 "fp8_hybrid: true", "fp8_amax_history_len: 1024", "megatron_amp_O2: true")
+# the expert tensor parallelism the runs had: no yaml or configure.sh key sets it, so Megatron-core
+# splits each expert over the tensor-parallel group (TP 4), whichever core the container held:
+# core_v0.9.0 (NeMo 24.09) has no separate expert TP, its all-to-all dispatcher gathers the
+# received tokens over the TP group before the experts and reduce-scatters them after; from
+# core_v0.10.0 an unset expert_tensor_parallel_size is the TP size (NeMo 24.12's 1.0 path passes
+# none). (repo, commit, path, phrase) as the mirrors hold them
+ETP_SOURCES = (
+    ("NVIDIA+Megatron-LM", "1afee592e8", "megatron/core/transformer/moe/token_dispatcher.py",
+     "            global_input_tokens = gather_from_sequence_parallel_region(\n"
+     "                global_input_tokens,\n"
+     "                output_split_sizes=("),
+    ("NVIDIA+Megatron-LM", "7ee599a25c", "megatron/core/model_parallel_config.py",
+     "        if self.expert_tensor_parallel_size is None:\n"
+     "            self.expert_tensor_parallel_size = self.tensor_model_parallel_size"),
+    ("NVIDIA+NeMo", "633cb60277", "nemo/collections/nlp/modules/common/megatron/megatron_init.py",
+     "    if expert_tensor_parallel_size_ is None:\n"
+     "        expert_tensor_parallel_size_ = tensor_model_parallel_size"),
+)
+ETP_KEYS = ("expert_tensor_parallel_size", "moe_extended_tp")  # in neither yaml nor configure.sh
+
 CONFIGURE_PHRASES = ("export NVTE_FUSED_ATTN=0", "model.ub_tp_comm_overlap=true",
                      "model.sequence_parallel=true", "model.fp8_params=${FP8_ENABLED^}",
                      "model.fp8=${FP8_ENABLED^}", "GBS=$(( SLURM_JOB_NUM_NODES * 16 ))",
@@ -90,7 +110,7 @@ def rows() -> list[dict[str, object]]:
                             "layout from grok1/configure.sh, model from grok1/grok1_314b.yaml"),
                     seq_length=seq, gpu="h100-sxm-80gb", num_gpus=gpus, gpus_per_node=8,
                     nic_gbps_per_gpu=400, tp=tp, pp=pp, cp=cp, ep=ep, vpp=vpp,
-                    sequence_parallel=1, recompute="none", distributed_optimizer=1,
+                    etp=tp, sequence_parallel=1, recompute="none", distributed_optimizer=1,
                     global_batch_size=gbs, micro_batch_size=1, dtype=dtype,
                     fp8_recipe="delayed" if dtype == "fp8" else "",
                     options="tp_overlap;dp_overlap" + (";pp_overlap" if vpp > 1 else ""),
@@ -110,7 +130,11 @@ def rows() -> list[dict[str, object]]:
                           f"Grok-1's 64 layers, seq {seq}, TP {tp}, PP {pp}, CP {cp}, EP {ep}, "
                           + (f"VP {vpp}, " if vpp > 1 else "VP null, ")
                           + f"MBS 1, GBS {gbs} (dp {dp}, {gbs // dp} micro-batches; the README's "
-                          "GA column says 128 at every size); the model: grok1_314b.yaml "
+                          "GA column says 128 at every size); expert TP = TP "
+                          f"{tp} (no key sets it: Megatron-core splits the experts over the TP "
+                          "group, core_v0.9.0 token_dispatcher.py gathering the exchanged tokens "
+                          "over TP, core_v0.10.0 model_parallel_config.py defaulting "
+                          "expert_tensor_parallel_size to the TP size); the model: grok1_314b.yaml "
                           "(hidden 6144, 48 heads, 8 query groups, ffn 32768 per expert, 8 "
                           "experts top-2, fast-geglu = a gated MLP, rmsnorm, rope, no bias, "
                           "untied, Llama-3 tokenizer: vocab 128256), written as shape columns "
@@ -170,6 +194,7 @@ def check() -> list[str]:
         launch = mirror_rows.show(REPO_DIR, commit, "grok1/launch.sh")
         bad += [f"{rel} configure.sh: no {p!r}" for p in CONFIGURE_PHRASES if p not in conf]
         bad += [f"{rel} yaml: no {p!r}" for p in YAML_PHRASES if p not in yml]
+        bad += [f"{rel}: {k} set" for k in ETP_KEYS if k in yml or k in conf]
         if f"export FW_VERSION={version}" not in launch:
             bad.append(f"{rel} launch.sh: FW_VERSION not {version}")
         for nodes, (layers, seq, _tp, pp, cp, ep, _vpp, _gbs) in \
@@ -179,6 +204,9 @@ def check() -> list[str]:
                 ([f"SEQ_LEN={seq}", f"CP={cp}"] if seq != 8192 else []) + \
                 ([f"EP={ep}"] if ep != 8 else [])
             bad += [f"{rel} configure.sh {nodes} node(s): no {w}" for w in want if w not in branch]
+    for repo, commit, path, phrase in ETP_SOURCES:
+        if phrase not in mirror_rows.show(repo, commit, path):
+            bad.append(f"{repo}@{commit} {path}: no {phrase!r}")
     return bad
 
 
