@@ -71,15 +71,15 @@ YAML_PHRASES = ("hidden_size: 6144", "ffn_hidden_size: 32768", "num_attention_he
 # none). (repo, commit, path, phrase) as the mirrors hold them
 ETP_SOURCES = (
     ("NVIDIA+Megatron-LM", "1afee592e8", "megatron/core/transformer/moe/token_dispatcher.py",
-     "            global_input_tokens = gather_from_sequence_parallel_region(\n"
-     "                global_input_tokens,\n"
-     "                output_split_sizes=("),
+     ("            global_input_tokens = gather_from_sequence_parallel_region(\n"
+      "                global_input_tokens,\n"
+      "                output_split_sizes=(")),
     ("NVIDIA+Megatron-LM", "7ee599a25c", "megatron/core/model_parallel_config.py",
-     "        if self.expert_tensor_parallel_size is None:\n"
-     "            self.expert_tensor_parallel_size = self.tensor_model_parallel_size"),
+     ("        if self.expert_tensor_parallel_size is None:\n"
+      "            self.expert_tensor_parallel_size = self.tensor_model_parallel_size")),
     ("NVIDIA+NeMo", "633cb60277", "nemo/collections/nlp/modules/common/megatron/megatron_init.py",
-     "    if expert_tensor_parallel_size_ is None:\n"
-     "        expert_tensor_parallel_size_ = tensor_model_parallel_size"),
+     ("    if expert_tensor_parallel_size_ is None:\n"
+      "        expert_tensor_parallel_size_ = tensor_model_parallel_size")),
 )
 ETP_KEYS = ("expert_tensor_parallel_size", "moe_extended_tp")  # in neither yaml nor configure.sh
 
@@ -160,7 +160,8 @@ def rows() -> list[dict[str, object]]:
 def check() -> list[str]:
     """The typed step times against the README lines, each column's GPUs, the tokens/s row
     against seq x GBS / step, the README's layout table against ``LAYOUT``, and the flags of
-    configure.sh and grok1_314b.yaml at each release."""
+    configure.sh and grok1_314b.yaml at each release, and the code behind the expert-TP cell
+    (``ETP_SOURCES``; no ``ETP_KEYS`` in either file)."""
     bad = []
     for rel, (commit, _label, version, _image, tables) in RELEASES.items():
         lines = mirror_rows.show(REPO_DIR, commit, README).splitlines()
