@@ -18,9 +18,11 @@ layer's forward + backward ops, priced alone and summed by part:
 * ``ep``: the dispatcher's all-to-alls and its count all-gather; ``etp``: its all-gather and
   reduce-scatter of the exchanged tokens over the expert-TP group.
 
-``x1024`` is a part's seconds in the step: ms per layer pass x the layer passes a rank runs
+``x pass`` is a part's seconds in the step: ms per layer pass x the layer passes a rank runs
 (layers per pipeline rank x micro-batches). ``--etp1`` adds each 24.09 / 24.12 row as data54 read
-it (expert TP 1, EP inside one node) to show what the expert-TP cell moves.
+it (expert TP 1, EP inside one node) to show what the expert-TP cell moves. ``--ladder`` walks
+the NeMo 24.12 row to the NeMo 25.04 row of the same layout one differing cell at a time (expert
+TP, attention, framework version, options), each dtype, and prints the prediction at each rung.
 """
 
 from __future__ import annotations
@@ -82,16 +84,45 @@ def layer_parts(row: dict[str, str]) -> tuple[dict[str, float], object, int]:
     return out, res, passes
 
 
+LADDER = ("etp", "attention", "framework_version", "options")
+"""The cells in which training_dgxc_grok1.csv's v25.02 512-GPU rows differ from
+training_dgxc_grok1_2505.csv's H100 rows (besides the measurement), in the order walked; the
+25.04 rows leave attention empty: Transformer Engine's choice, cuDNN on Hopper from NeMo 24.09
+(the nemo profile), so the empty cell reads as cuDNN at 24.12 too."""
+
+
+def ladder(rows: dict[str, dict[str, str]]) -> None:
+    """Print the 24.12 row's prediction as each ``LADDER`` cell takes its 25.04 value."""
+    for dtype in ("bf16", "fp8"):
+        old = rows[f"dgxc2502-grok1-314b-{dtype}-h100-512"]
+        new = rows[f"dgxc2505-grok1-314b-{dtype}-h100-512"]
+        row = dict(old)
+        print(f"{dtype}: 24.12 measured {old['measured_iteration_s']} s, 25.04 measured "
+              f"{new['measured_iteration_s']} s")
+        print(f"  {'24.12 row as written':44s} {predict_training_row(row).predicted:6.2f}")
+        for col in LADDER:
+            if row[col] == new[col]:
+                continue
+            row[col] = new[col]
+            res = predict_training_row(row)
+            print(f"  {'+ ' + col + ' ' + (new[col] or '(empty)'):44s} {res.predicted:6.2f}"
+                  f"  {res.extra['settings']['attention'] if col == 'attention' else ''}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", nargs="+", default=list(ROWS), help="row ids")
     ap.add_argument("--etp1", action="store_true", help="add the expert-TP-1 reading of each "
                     "24.09 / 24.12 row")
+    ap.add_argument("--ladder", action="store_true", help="walk the 24.12 row to the 25.04 one")
     args = ap.parse_args()
     rows = {}
     for path in FILES:
         with open(path, newline="") as fh:
             rows.update({r["id"]: r for r in csv.DictReader(fh)})
+    if args.ladder:
+        ladder(rows)
+        return 0
     todo = []
     for rid in args.rows:
         todo.append((rid, rows[rid]))
