@@ -210,3 +210,52 @@ def test_cli_export_writes_chakra_and_simai(tmp_path):
     assert (tmp_path / "et" / "llama.json").exists() and (tmp_path / "w.txt").exists()
     r = CliRunner().invoke(export, [str(config)])
     assert r.exit_code == 2 and "nothing to do" in r.output
+
+
+def _deepspeed_pp2(**parallel) -> trainsim.RunConfig:
+    """A small pp-2, dp-2 run on DeepSpeed's engine: its PipelineEngine step sends, then
+    receives (workload/pipe_engine.py), and its gradient collectives hold SMs of compute."""
+    return trainsim.run_config_from_dict({
+        "model": {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
+                  "vocab_size": 1024},
+        "parallel": {"pp": 2, "data_parallel_impl": "deepspeed", "zero_stage": 1, **parallel},
+        "training": {"seq_length": 512, "micro_batch_size": 1, "global_batch_size": 16},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 4, "gpus_per_node": 4,
+                    "compute_db": None}})
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_deepspeed_pipeline_round_trip(overlap, tmp_path):
+    """chakra57 (fuzz51's exportrt class): a DeepSpeed pass that sends and then receives in one
+    step was written with two sends of one tag, the receive matched the first (robust53's
+    first-in first-out), and the trace read back 0.115 % short. Now one send a pass, at its
+    end where the engine releases the peer: the same iteration, and each (src, dst, tag) sent
+    exactly as often as it is received."""
+    from collections import Counter
+
+    cfg = _deepspeed_pp2(overlap_grad_reduce=overlap)
+    expected = trainsim.simulate(cfg).iteration_time_s
+    export_chakra(cfg, tmp_path / "w")
+    assert read_chakra(tmp_path / "w") == pytest.approx(expected, rel=1e-9)
+    sends, recvs = Counter(), Counter()
+    for path in trace_files(tmp_path / "w"):
+        for n in read_et(path)[1]:
+            key = (n.attr("comm_src"), n.attr("comm_dst"), n.attr("comm_tag"))
+            if n.type == COMM_SEND_NODE:
+                sends[key] += 1
+            elif n.type == COMM_RECV_NODE:
+                recvs[key] += 1
+    assert sends == recvs and sends
+
+
+def test_no_contention_node_for_rounding(tmp_path):
+    """A task whose end is ``start + duration`` rounded to a double "ran longer" by ~1e-19 s;
+    the export wrote each such difference as an SM-contention node. Now only contention: the
+    DeepSpeed run's gradient collectives slow no pass (each runs after the last backward), so
+    no node of it says so, and the round trip stays exact."""
+    cfg = _deepspeed_pp2()
+    export_chakra(cfg, tmp_path / "w")
+    names = [n.name for path in trace_files(tmp_path / "w") for n in read_et(path)[1]]
+    assert not [n for n in names if "SM contention" in n]
+    assert read_chakra(tmp_path / "w") == pytest.approx(
+        trainsim.simulate(cfg).iteration_time_s, rel=1e-9)

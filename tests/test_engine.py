@@ -236,6 +236,16 @@ def test_a_task_slows_the_stream_it_holds_a_share_of():
     assert tl.stretch_s(0) == pytest.approx(0.1) and tl.stretch_s(1) == 0.0
 
 
+def test_rounding_of_an_end_is_no_stretch():
+    """chakra57: 0.2 s then 0.1 s on one stream end at 0.30000000000000004, ~2.8e-17 s past
+    start + duration in exact arithmetic: that is the double's rounding, not a slowdown (the
+    Chakra export wrote such differences as contention nodes); a real one still counts."""
+    tl = run([Task(A, 0.2), Task(A, 0.1)])
+    assert tl.end_s[1] - tl.start_s[1] - 0.1 > 0 and tl.stretch_s(1) == 0.0
+    tl = run([Task(A, 0.2), Task(A, 0.1), Task(C, 1.0, slows=(A, 1e-9))])
+    assert tl.stretch_s(1) == pytest.approx(1e-10, rel=1e-6)  # 1e-9 of its SMs held
+
+
 def test_shares_add_up_and_later_tasks_start_slowed():
     """Two side tasks hold 25 % of stream A each, over [0.2, 0.6] and [0.2, 0.8]. A's first task
     (0.5 s of work) runs 0.2 at full rate, 0.2 at 50 % and the last 0.1 at 75 %: it ends at

@@ -23,6 +23,13 @@ from trainsim.errors import TrainsimError
 MIN_RATE = 0.05
 """Floor on a slowed stream's rate, so that shares adding past 1 cannot stall it."""
 
+STRETCH_ULPS = 4
+"""A task's stretch (:meth:`Timeline.stretch_s`) at or below this many units in the last place
+of its end time is rounding. chakra57, fuzz51's exportrt runs (seeds 7, 11-13, 60 each,
+``benchmarks/stretch_noise.py``): tasks no slowing task overlapped "ran longer" by
+at most 1.0 unit (~1e-19 s; the Chakra export wrote each as a contention node), and every task
+one overlapped by at least 2.4e9 units (~1e-7 s and more)."""
+
 
 @dataclass(slots=True)
 class Task:
@@ -53,8 +60,14 @@ class Timeline:
         return max(self.end_s, default=0.0)
 
     def stretch_s(self, i: int) -> float:
-        """How much longer task ``i`` ran than its duration, slowed by other streams' tasks."""
-        return max(0.0, self.end_s[i] - self.start_s[i] - self.tasks[i].duration_s)
+        """How much longer task ``i`` ran than its duration, slowed by other streams' tasks;
+        0.0 within ``STRETCH_ULPS`` units in the last place of its end time: the end is a
+        double, rounded from ``start + duration`` (and once more per share change while the
+        task runs), so a difference that small is that rounding, not time the task was
+        slowed."""
+        end = self.end_s[i]
+        stretch = end - self.start_s[i] - self.tasks[i].duration_s
+        return stretch if stretch > STRETCH_ULPS * math.ulp(end) else 0.0
 
 
 def _uncontended_prefix(tasks: list[Task], stream_of: list[int], duration: list[float],
