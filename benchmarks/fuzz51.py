@@ -12,7 +12,7 @@
   recomputation, data-parallel engines, overlap switches, MoE dispatchers and batch splits
   (dense, MoE and MLA bases). Oracle (fuzz49 only asked for an answer): the Chakra traces read
   back (``interop.chakra.read_chakra``) simulate to the iteration trainsim prints (1e-9), one
-  trace a rank, every collective's group holds its rank, every send has its receive, and the
+  trace a rank, every collective's group holds its rank, every send has its one receive, and the
   SimAI header states the run's tp, ep, pp, micro-batches and GPUs over as many rows as it
   counts;
 - ``chakraread``: Chakra trace sets damaged as another tool's files may be (truncated, bytes
@@ -37,6 +37,7 @@ import os
 import random
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -366,18 +367,20 @@ def _round_trip(cfg: dict[str, Any], workdir: str, per_kernel: bool) -> str | No
     if not math.isclose(back, want, rel_tol=1e-9):
         return f"the traces read back simulate to {back / want - 1:+.3g} of the iteration"
     groups = {int(k): v for k, v in json.loads(ex.comm_groups_path.read_text()).items()}
-    sends, recvs = set(), set()
+    sends: Counter = Counter()  # chakra57: counted, not a set (a second send of one tag
+    recvs: Counter = Counter()  # was a send no receive matched, and released the peer early)
     for path in trace_files(Path(d) / "w"):
         rank = int(path.name.split(".")[-2])
         for n in read_et(path)[1]:
             if n.type == COMM_COLL_NODE and rank not in groups.get(int(n.attr("pg_name")), []):
                 return f"rank {rank}'s collective names a group without it"
             if n.type == COMM_SEND_NODE:
-                sends.add((n.attr("comm_src"), n.attr("comm_dst"), n.attr("comm_tag")))
+                sends[(n.attr("comm_src"), n.attr("comm_dst"), n.attr("comm_tag"))] += 1
             elif n.type == COMM_RECV_NODE:
-                recvs.add((n.attr("comm_src"), n.attr("comm_dst"), n.attr("comm_tag")))
+                recvs[(n.attr("comm_src"), n.attr("comm_dst"), n.attr("comm_tag"))] += 1
     if sends != recvs:
-        return f"{len(sends ^ recvs)} sends / receives without their peer"
+        return f"{(sends - recvs).total() + (recvs - sends).total()} sends / receives " \
+            "without their peer"
     rows = write_simai(rc, Path(d) / "s.txt")
     head, read = read_simai(Path(d) / "s.txt")
     p = rc.parallel
