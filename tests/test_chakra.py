@@ -224,16 +224,18 @@ def _deepspeed_pp2(**parallel) -> trainsim.RunConfig:
                     "compute_db": None}})
 
 
-@pytest.mark.parametrize("overlap", [False, True])
-def test_deepspeed_pipeline_round_trip(overlap, tmp_path):
+@pytest.mark.parametrize("overlap,schedule", [(False, "1f1b"), (True, "1f1b"),
+                                               (False, "dualpipe")])
+def test_deepspeed_pipeline_round_trip(overlap, schedule, tmp_path):
     """chakra57 (fuzz51's exportrt class): a DeepSpeed pass that sends and then receives in one
     step was written with two sends of one tag, the receive matched the first (robust53's
-    first-in first-out), and the trace read back 0.115 % short. Now one send a pass, at its
-    end where the engine releases the peer: the same iteration, and each (src, dst, tag) sent
-    exactly as often as it is received."""
+    first-in first-out), and the trace read back 0.115 % short; DualPipe's F & B pass, which
+    feeds two passes of its neighbour, got one send for two receives (the reader refused the
+    trace). Now one send per receive, at the pass's end where the engine releases its peers:
+    the same iteration, and each (src, dst, tag) sent exactly as often as it is received."""
     from collections import Counter
 
-    cfg = _deepspeed_pp2(overlap_grad_reduce=overlap)
+    cfg = _deepspeed_pp2(overlap_grad_reduce=overlap, pipeline_schedule=schedule)
     expected = trainsim.simulate(cfg).iteration_time_s
     export_chakra(cfg, tmp_path / "w")
     assert read_chakra(tmp_path / "w") == pytest.approx(expected, rel=1e-9)

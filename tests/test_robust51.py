@@ -401,9 +401,11 @@ def test_a_chakra_node_with_a_bad_attribute_is_refused_naming_it(traces, attrs, 
 
 @pytest.mark.slow
 def test_the_whole_fuzz51_round_finds_only_plans_pue_and_price():
-    """Every surface of fuzz51; the one class left (a lead: plan's --pue / --price beside a
-    --set of cluster.pue / cluster.price_per_gpu_hour, the option wins in silence; the fix
-    belongs in search/cli.py) is pinned, so its fix shows here."""
+    """Every surface of fuzz51, no class left: plan's --pue / --price beside a --set of
+    cluster.pue / cluster.price_per_gpu_hour is refused (hsearch51), and the Chakra traces of
+    DeepSpeed pipeline runs read back to the iteration (chakra57: 16 exportrt classes, each
+    pass's sends one per receive at its end; the oracle now counts sends per receive and
+    calls a trace trainsim's reader refuses a class)."""
     import tempfile
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))

@@ -216,11 +216,13 @@ class _Builder:
         self.nodes: dict[int, list[_Proto]] = defaultdict(list)
         self.last_on_stream: dict[tuple[int, str], int] = {}
         self.task_last: dict[int, int] = {}
-        self.consumer: dict[int, int] = {}
-        for i, t in enumerate(tasks):
+        # per task, the stage of each task on another stage that depends on it (one receive
+        # each, so one send each; DualPipe's F & B pass feeds two of its neighbour's passes)
+        self.consumers: dict[int, list[int]] = defaultdict(list)
+        for t in tasks:
             for d in t.deps:
                 if tasks[d].stream[0] != t.stream[0]:
-                    self.consumer[d] = t.stream[0]
+                    self.consumers[d].append(t.stream[0])
         outside = [op for op in pricer.outside if op.name != "p2p"]
         dp_tasks = [i for i, t in enumerate(tasks) if t.detail is None and t.stream[1] == "dp"]
         self.dp_op = dict(zip(dp_tasks, outside)) if len(outside) == len(dp_tasks) else {}
@@ -254,14 +256,32 @@ class _Builder:
                 deps = [self.add(stage, f"{t.label} (SM contention)", COMP_NODE, stream,
                                  self.stretch[i], deps)]
             if t.detail is None:
-                last = self._plain(i, t, deps)
+                last = self._sends(i, t, [self._plain(i, t, deps)], [])
             else:
                 last = self._segments(i, t, deps)
-            if i in self.consumer and self.nodes[stage][last].type != COMM_SEND_NODE:
-                last = self.add(stage, f"send {t.label}", COMM_SEND_NODE, stream, 0.0, [last],
-                                peer_stage=self.consumer[i], tag=i,
-                                comm=Comm("p2p", "send_recv", 0.0, "pp"))
             self.task_last[i] = last
+
+    def _sends(self, i: int, t: Task, head: list[int], send_s: list[float]) -> int:
+        """Task ``i``'s sends, one per receive of it (``consumers``), after ``head``: the
+        engine releases every pass that depends on a task when the task ends, so each of its
+        sends ends there: the first holds the time of the pass's send segments (``send_s``),
+        the others none. Where a send segment had more of its pass after it (DeepSpeed's step:
+        its send, then the step's receive, workload/pipe_engine.py; DualPipe's F & B pass: two
+        sends), a send written there released a peer early, and a second send of one tag
+        left one no receive matched (chakra57: read back 0.01-1 % short under robust53's
+        first-in first-out matching)."""
+        stage, stream = t.stream
+        last = head[0] if len(head) == 1 else None
+        for k, peer in enumerate(self.consumers.get(i, ())):
+            carries = k < len(send_s)  # the bytes of one of the pass's send segments
+            last = self.add(stage, f"{t.label}: send" if carries else f"send {t.label}",
+                            COMM_SEND_NODE, stream, sum(send_s) if k == 0 else 0.0, head,
+                            peer_stage=peer, tag=i, comm=self.p2p if carries
+                            else Comm("p2p", "send_recv", 0.0, "pp"))
+            head = [last]
+        if last is None:  # no send after a pass ending in two branches: join them
+            last = self.add(stage, f"{t.label}: join", COMP_NODE, stream, 0.0, head)
+        return last
 
     def _plain(self, i: int, t: Task, deps: list[int]) -> int:
         stage, stream = t.stream
@@ -276,12 +296,7 @@ class _Builder:
         pending: list[tuple[str, float, str]] = []
         head = deps  # what the next node depends on
         last = None
-        # a send with more of the pass after it (DeepSpeed's step: its send, then the step's
-        # receive, workload/pipe_engine.py): the engine releases the peer's pass at this
-        # pass's end, so its one send is written there; a second send of the same tag would
-        # leave a send no receive matches and release the peer at the first (robust53's
-        # first-in first-out matching: the read-back 0.01-1 % short)
-        deferred: tuple[str, float, str] | None = None
+        send_s: list[float] = []  # the pass's send segments, written at its end (_sends)
 
         def flush(keep_last: bool = False) -> None:
             nonlocal head, last, pending
@@ -334,13 +349,13 @@ class _Builder:
                 k += 1
                 continue
             flush()
-            if name == "p2p send" and i in self.consumer and k < len(segs) - 1:
-                deferred = seg
+            if name == "p2p send" and i in self.consumers:
+                send_s.append(dur)
                 k += 1
                 continue
-            if name == "p2p send":
+            if name == "p2p send":  # to no other stage: a send to its own
                 last = self.add(stage, f"{t.label}: send", COMM_SEND_NODE, stream, dur, head,
-                                peer_stage=self.consumer.get(i, stage), tag=i, comm=self.p2p)
+                                peer_stage=stage, tag=i, comm=self.p2p)
             else:
                 last = self.add(stage, f"{t.label}: {name}", COMM_COLL_NODE, stream, dur, head,
                                 comm=op if isinstance(op, Comm) else None,
@@ -350,14 +365,10 @@ class _Builder:
             head = [last]
             k += 1
         flush()
-        if last is None:  # an empty pass
+        if last is None and not (send_s and i in self.consumers):  # an empty pass
             last = self.add(stage, t.label, COMP_NODE, stream, 0.0, head)
-        elif len(head) > 1:  # the task ends with an overlapped branch: join it
-            last = self.add(stage, f"{t.label}: join", COMP_NODE, stream, 0.0, head)
-        if deferred is not None:
-            last = self.add(stage, f"{t.label}: send", COMM_SEND_NODE, stream, deferred[1],
-                            [last], peer_stage=self.consumer[i], tag=i, comm=self.p2p)
-        return last
+            head = [last]
+        return self._sends(i, t, head, send_s)
 
 
 def _micros(protos: list[_Proto]) -> list[int]:
