@@ -14,7 +14,8 @@ groups and peers):
   ``tensor_size``, ``duration_micros``; consecutive kernels merged unless ``per_kernel``),
   collectives as ``COMM_COLL_NODE`` (``comm_type``, ``comm_size``, ``pg_name``), pipeline
   transfers as ``COMM_SEND_NODE``/``COMM_RECV_NODE`` pairs (``comm_src``/``comm_dst``,
-  ``comm_tag``, ``comm_size``);
+  ``comm_tag``, ``comm_size``): one send per receive, at the end of the sending pass, where
+  trainsim's engine releases the passes that wait for it;
 * ``ctrl_deps`` keep each stream's order (the node before on the same CUDA-stream-like queue),
   ``data_deps`` the task dependencies; a collective trainsim overlaps with the compute before
   it (ring-attention KV exchange, TP overlap) is a branch beside that compute;
