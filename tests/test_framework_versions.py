@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
     ("llm-foundry", "v0.10.0", "2024-01"),    # 2024-07-02
     ("torchtitan", "v0.1.0", "2025-05"),      # 2025-06-17 (entries 2025-04, 2025-05, 2025-10)
     ("torchtitan", "v0.2.2", "2026-02"),      # 2026-02-20 (contains e215f4f32, 2026-02-05)
-    ("megatron-lm", "core_r0.8.0", "2024-06"),  # 2024-08-12 (entries 2024-06, 2024-09)
+    ("megatron-lm", "core_r0.8.0", "2024-06-13"),  # 2024-08-12 (entries 2024-06-13, 2024-09)
     ("megatron-lm", "core_v0.9.0", "2024-09"),  # 2024-10-24
     ("megatron-lm", "v2.5", "2021-03"),       # 2021-08-10 (entries 2021-03, 2021-09)
-    ("megatron-lm", "0.8", "2024-06"),
+    ("megatron-lm", "0.8", "2024-06-13"),
     # suffixes read as the release
     ("megatron-core", "0.8.0rc1", "0.8"),
     ("megatron-core", "core_r0.8.0", "0.8"),

@@ -239,6 +239,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the training loop drops the 16-bit logits before ``loss.backward()`` (torchtitan's
     # ``del pred``): the eager loss's fp32 buffers then sit above a freed hole
     "logits_freed_before_backward": _nullable(_bool),
+    # Megatron's vocab-parallel cross-entropy subtracts the logits' maximum out of place
+    # (``vocab_parallel_logits - logits_max``) on an fp32 copy made by the caller
+    # (``.float()``): the loss's forward holds 16-bit logits, their fp32 copy and the shifted
+    # fp32 logits at once (memory.estimate ``_loss_temporary``)
+    "ce_shift_copy": _nullable(_bool),
     # the training loop frees the gradients after each step (``zero_grad(set_to_none=True)``):
     # a step of one micro-batch reaches its backward's peak before any gradient exists
     "grads_set_to_none": _nullable(_bool),
@@ -476,7 +481,8 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "remat_dce", "onehot_embedding", "voca
     "mla_eager_rope", "softcap_attention", "cudnn_sm100_head_dim_max", "cudnn_sm100_mla",
     "masked_window_scores", "unfused_sliding_window",
     "per_op_sac", "per_op_sac_reruns_cudnn",
-    "compiled_loss", "shifted_logits_copy", "logits_freed_before_backward", "grads_set_to_none",
+    "compiled_loss", "shifted_logits_copy", "logits_freed_before_backward", "ce_shift_copy",
+    "grads_set_to_none",
     "loss_parallel", "pipelining_buffers",
     "separate_qkv", "zero3_avg_scatter_grads", "zero3_persistent_regather", "params_16bit",
     "sdpa_repeat_kv",

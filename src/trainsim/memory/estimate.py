@@ -264,6 +264,12 @@ def _loss_temporary(cfg: RunConfig) -> float:
         per = 2
     elif cross_entropy_impl(cfg) == "flash_attn":  # 16-bit logits and their new gradient
         per = 2 + 2
+    elif cross_entropy_impl(cfg) == "unfused" and profile_supports(cfg, "ce_shift_copy"):
+        # Megatron's loss before 9634c0e4a3 (2024-06-13): its forward holds the 16-bit logits,
+        # the caller's fp32 copy (``logits.float()``) and the out-of-place shifted fp32 logits
+        # (``vocab_parallel_logits - logits_max``), more than its backward's 16-bit gradient
+        # beside the fp32 softmax (2 + 4), with the same activations alive
+        per = 2 + 4 + 4
     else:
         per = 12 if t.modules == "eager" else 2 + 4
     return T * rank_vocab(cfg) * per * loss_logit_sets(cfg)  # MTP's too (memory.mtp)
