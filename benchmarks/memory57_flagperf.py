@@ -34,8 +34,8 @@ def flagperf_rows() -> list[str]:
     from trainsim.validate.row_settings import counts_checked
     from trainsim.validate.vocab import normalized_training_row
 
-    out = ["| row | measured GiB | device GiB | error | stage | weights | grads | optimizer | "
-           "activations | buffers | context + NCCL | peak at |", "|" + "---|" * 12]
+    out = [("| row | measured GiB | device GiB | error | stage | weights | grads | optimizer | "
+            "activations | buffers | context + NCCL | peak at |"), "|" + "---|" * 12]
     for row in csv.DictReader((ROOT / "benchmarks" / "training_flagperf.csv").open()):
         r, _ = normalized_training_row(row, 0)
         _cfg, _choice, res = T._tuned_layout(counts_checked(r), "auto")
@@ -58,8 +58,8 @@ def simumax_gaps() -> list[str]:
         return ["(SimuMax mirror absent: skipped)"]
     text = subprocess.run(["git", f"--git-dir={SIMUMAX}", "show", f"HEAD:{SIMUMAX_FILE}"],
                           capture_output=True, text=True, check=True).stdout
-    out = ["| memory group | max allocated GiB | max reserved GiB | reserve GiB (ranks min-max) "
-           "| reserved / allocated |", "|---|---|---|---|---|"]
+    out = [("| memory group | max allocated GiB | max reserved GiB | reserve GiB (ranks min-max) "
+            "| reserved / allocated |"), "|---|---|---|---|---|"]
     seen = set()
     for r in json.loads(text)["rows"]:
         ranks = r.get("peak_memory_by_rank_mb") or {}
