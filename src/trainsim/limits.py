@@ -407,15 +407,19 @@ def expected_interruptions(rate_per_s: float, work_s: float, horizon_s: float,
 
 
 def check_goodput(trials: int, rate_per_s: float, work_s: float, horizon_s: float,
-                  interval_s: float, stall_s: float, recovery_s: float = 0.0) -> None:
+                  interval_s: float, stall_s: float, recovery_s: float = 0.0,
+                  cause: str = "") -> None:
     """Refuse a Monte Carlo whose expected interruptions over the run, times the trials, are
     over the limit. The expected wall clock of the run is the work stretched by the
     checkpoint stalls (interval + stall per interval of training), or the window; a recovery
     of ``recovery_s`` is itself interrupted and restarted exp(rate x recovery_s) - 1 times on
-    average (a Poisson process), each a round of its own."""
+    average (a Poisson process), each a round of its own. ``cause``: what makes the count
+    large where it is not the run's length (a checkpoint's stall, a recovery's length), said
+    instead of the advice to run fewer trials or a shorter run."""
     interruptions = expected_interruptions(rate_per_s, work_s, horizon_s, interval_s, stall_s,
                                            recovery_s)
+    fix = cause or ("fewer --trials or --tokens, a shorter --days window or a longer "
+                    "--interval run faster")
     check("TRAINSIM_MAX_TRIALS", trial_rounds(trials, interruptions),
           "goodput trial-rounds (trials x interruptions per run)", "goodput --max-trial-rounds N",
-          f"{trials:,} trials x {interruptions:,.3g} interruptions; fewer --trials or --tokens, a "
-          "shorter --days window or a longer --interval run faster")
+          f"{trials:,} trials x {interruptions:,.3g} interruptions; {fix}")

@@ -17,6 +17,7 @@ from trainsim.limits import check_goodput, expected_interruptions
 from trainsim.reliability.config import ReliabilityConfig
 from trainsim.reliability.montecarlo import Summary, Sweep, run, summarize, sweep_interval
 from trainsim.reliability.plan import (
+    RECOVERY_CAUSES,
     CheckpointCosts,
     RunPlan,
     build_plan,
@@ -127,8 +128,10 @@ def check_rounds(cfg: RunConfig, rel: ReliabilityConfig, *, tokens: float | None
     """Raise WorkLimitError where the Monte Carlo of :func:`goodput` (and its interval sweep)
     would run more trial-rounds than the limit, ``iteration_time_s`` the time of one iteration
     or a lower bound of it (a lower bound refuses only what the run would refuse)."""
-    _check_rounds(build_plan(cfg, rel)[0], _work_s(cfg, tokens, iteration_time_s),
-                  math.inf if days is None else days * DAY_S, trials, sweep, sweep_trials, rel)
+    plan, ck = build_plan(cfg, rel)
+    _check_rounds(plan, _work_s(cfg, tokens, iteration_time_s),
+                  math.inf if days is None else days * DAY_S, trials, sweep, sweep_trials, rel,
+                  _rounds_cause(plan, ck, rel, cfg.cluster.num_nodes))
 
 
 def _work_s(cfg: RunConfig, tokens: float | None, iteration_time_s: float | None) -> float:
@@ -138,8 +141,57 @@ def _work_s(cfg: RunConfig, tokens: float | None, iteration_time_s: float | None
     return tokens / cfg.tokens_per_iteration * iteration_time_s
 
 
+CAUSE_FACTOR = 10.0
+"""A checkpoint's stall that stretches the run's wall clock, or a recovery so long that it is
+itself interrupted and restarted, this many times over or more is named as the cause when the
+Monte Carlo is refused for its trial-rounds (robust56 lead 2: a host copy at 1 B/s was refused
+with "fewer --trials or --tokens", options that were not the reason)."""
+
+
+def _storage_field(c: Any, name: str, nodes: int) -> str:
+    """The checkpoint field behind a storage time (``plan.checkpoint_costs``: the cluster's
+    ``name`` rate, or the nodes' own where they are slower)."""
+    return name if getattr(c, name) <= nodes * c.node_storage_bw_Bps else "node_storage_bw_Bps"
+
+
+def _rounds_cause(plan: RunPlan, ck: CheckpointCosts, rel: ReliabilityConfig, nodes: int) -> str:
+    """What makes the run's interruption count large beyond its length, in the field that sets
+    it (:data:`CAUSE_FACTOR`), or ''."""
+    rate = float(sum(plan.mode_rates))
+    interval = plan.effective_interval_s
+    stretch = 1.0 if math.isinf(interval) else (interval + plan.stall_s) / interval
+    steps = max(plan.recovery_s, key=sum, default=())
+    redo = math.exp(min(rate * sum(steps), 700.0))
+    if max(stretch, redo) < CAUSE_FACTOR:
+        return ""
+    c, r, w = rel.checkpoint, rel.recovery, "reliability.checkpoint."
+    if redo >= stretch:
+        part = max(range(len(steps)), key=lambda i: steps[i])
+        name = RECOVERY_CAUSES[part]
+        field = {"detection": "reliability.recovery." + (
+                     "hang_timeout_s" if steps[part] == r.hang_timeout_s else "heartbeat_timeout_s"),
+                 "diagnosis": "reliability.recovery.diagnosis_s",
+                 "replacement": "reliability.recovery." + (
+                     "replacement_s" if r.spare_pool else "repair_s"),
+                 "restart": "reliability.recovery.restart_s",
+                 "init": "reliability.recovery." + (
+                     "init_s_per_gpu" if r.fast_init else "init_s_per_gpu_slow"),
+                 "restore": w + ("host_copy_bw_Bps" if 2 * ck.host_copy_s >= ck.restore_s else
+                                 _storage_field(c, "storage_read_bw_Bps", nodes))}[name]
+        fix = "raise" if field.endswith("_Bps") else "lower"
+        return (f"a recovery takes {sum(steps):.3g} s, its {name} {steps[part]:.3g} s (set by "
+                f"{field}), against {1 / rate:.3g} s between interruptions: each recovery is "
+                f"itself interrupted and restarted about {redo - 1:.3g} times; {fix} {field}")
+    field = w + ("host_copy_bw_Bps" if ck.mode == "async" or ck.host_copy_s >= ck.upload_s
+                 else _storage_field(c, "storage_write_bw_Bps", nodes))
+    given = " (--interval)" if c.interval_s is not None else ""
+    return (f"each checkpoint stalls training {plan.stall_s:.3g} s (set by {field}) for every "
+            f"{interval:.3g} s{given} of it, stretching the run {stretch:.3g} times; raise "
+            f"{field}{' or give a longer --interval' if given else ''}")
+
+
 def _check_rounds(plan: RunPlan, work_s: float, horizon_s: float, trials: int, sweep: bool,
-                  sweep_trials: int | None, rel: ReliabilityConfig) -> None:
+                  sweep_trials: int | None, rel: ReliabilityConfig, cause: str = "") -> None:
     rate = float(sum(plan.mode_rates))
     recovery = max((sum(steps) for steps in plan.recovery_s), default=0.0)  # slowest mode
     slow_work_s = work_s * plan.straggler_factor  # stragglers stretch every step
@@ -154,10 +206,10 @@ def _check_rounds(plan: RunPlan, work_s: float, horizon_s: float, trials: int, s
                           "the run than any finite number; check "
                           f"{'reliability.rate_scale' if scale else 'its count or per_1000_component_days'}")
     check_goodput(trials, rate, slow_work_s, horizon_s, plan.effective_interval_s, plan.stall_s,
-                  recovery)
+                  recovery, cause)
     if sweep:  # 13 intervals, the shortest a quarter of Young's
         check_goodput((sweep_trials or min(trials, 300)) * 13, rate, slow_work_s, horizon_s,
-                      plan.effective_interval_s / 4, plan.stall_s, recovery)
+                      plan.effective_interval_s / 4, plan.stall_s, recovery, cause)
 
 
 def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: float | None = None,
@@ -212,7 +264,8 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
     plan = dataclasses.replace(plan, step_s=iteration_time_s)
     work_s = math.inf if ideal is None else ideal
     horizon_s = math.inf if horizon is None else horizon
-    _check_rounds(plan, work_s, horizon_s, trials, sweep, sweep_trials, rel)
+    _check_rounds(plan, work_s, horizon_s, trials, sweep, sweep_trials, rel,
+                  _rounds_cause(plan, ck, rel, cfg.cluster.num_nodes))
     recovery = max((sum(steps) for steps in plan.recovery_s), default=0.0)  # slowest mode
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
         outcome = run(plan, work_s=work_s, horizon_s=horizon_s, trials=trials, seed=seed)

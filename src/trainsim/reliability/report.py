@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from trainsim.reliability.goodput import GoodputResult
+from trainsim.report.numbers import amount
 
 DAY_S = 86400.0
 
@@ -38,14 +39,14 @@ def render_goodput(result: GoodputResult) -> Any:
     head.add_row("run", f"{escape(cfg.model.name)} on {cfg.cluster.num_gpus:,} GPUs "
                         f"({cfg.cluster.num_nodes:,} nodes)")
     if result.tokens is not None and result.ideal_s is not None:
-        head.add_row("work", f"{result.tokens:.4g} tokens = {result.ideal_s / DAY_S:.2f} days "
+        head.add_row("work", f"{result.tokens:.4g} tokens = {amount(result.ideal_s / DAY_S, 2)} days "
                              f"failure-free ({result.iteration_time_s:.3g} s per iteration)")
     if result.horizon_s is not None:
         head.add_row("window", f"{result.horizon_s / DAY_S:g} days of wall clock")
     head.add_row("failures", f"{result.reliability.failures}: "
-                             f"{sum(p.mode_rates) * DAY_S:.2f} interruptions/day, "
+                             f"{amount(sum(p.mode_rates) * DAY_S, 2)} interruptions/day, "
                              f"MTBF (unplanned) {_dur(p.mtbf_s)}")
-    head.add_row("checkpoint", f"{ck.size_bytes / 1e12:.2f} TB ({ck.per_gpu_bytes / 1e9:.2f} GB "
+    head.add_row("checkpoint", f"{amount(ck.size_bytes / 1e12, 2)} TB ({amount(ck.per_gpu_bytes / 1e9, 2)} GB "
                                f"per GPU), {ck.mode}: stall {_dur(ck.stall_s)}, upload "
                                f"{_dur(ck.upload_s)}, restore {_dur(ck.restore_s)}")
     head.add_row("interval", f"{_dur(p.effective_interval_s)} used; Young {_dur(result.young_s)},"
@@ -59,8 +60,8 @@ def render_goodput(result: GoodputResult) -> Any:
     budget.add_column("share", justify="right")
     total = sum(s.lost_s.values())
     for name, sec in s.lost_s.items():
-        budget.add_row(name.replace("_", " "), f"{sec / DAY_S:.3f}", f"{sec / total:.1%}")
-    budget.add_row("[bold]total[/]", f"[bold]{total / DAY_S:.3f}[/]", "100.0%")
+        budget.add_row(name.replace("_", " "), amount(sec / DAY_S, 3), f"{sec / total:.1%}")
+    budget.add_row("[bold]total[/]", f"[bold]{amount(total / DAY_S, 3)}[/]", "100.0%")
 
     causes = Table(title="By failure cause (mean per run)", title_justify="left")
     causes.add_column("cause")
@@ -68,7 +69,7 @@ def render_goodput(result: GoodputResult) -> Any:
     causes.add_column("interruptions", justify="right")
     causes.add_column("time lost", justify="right")
     for name, d in sorted(s.by_mode.items(), key=lambda kv: -kv[1]["lost_s"]):
-        causes.add_row(escape(name), escape(str(d["category"])), f"{d['interruptions']:.1f}",
+        causes.add_row(escape(name), escape(str(d["category"])), amount(d["interruptions"], 1),
                        _dur(d["lost_s"]))
 
     parts: list[Any] = [head, budget, causes]
@@ -79,12 +80,12 @@ def render_goodput(result: GoodputResult) -> Any:
         for col in ("interval", "mean days", "P90 days", "goodput"):
             sweep.add_column(col, justify="right")
         for x, m, q, g in zip(sw.intervals_s, sw.mean_wall_s, sw.p90_wall_s, sw.mean_goodput):
-            sweep.add_row(_dur(x), f"{m / DAY_S:.3f}", f"{q / DAY_S:.3f}", f"{g:.2%}")
+            sweep.add_row(_dur(x), amount(m / DAY_S, 3), amount(q / DAY_S, 3), f"{g:.2%}")
         parts += [sweep, Text(f"simulated optimum {_dur(sw.optimum_s)}; Young "
                               f"{_dur(sw.young_s)}; Daly {_dur(sw.daly_s)}")]
     parts.append(Text.from_markup(
-        f"[bold]expected {s.mean_days:.2f} days, P90 {s.p90_days:.2f} days; effective training "
-        f"time {s.ettr:.1%}, goodput {s.goodput:.1%}; {s.interruptions:.1f} interruptions "
-        f"({s.unexpected:.1f} unplanned, {s.planned:.1f} planned); {s.trials} trials, "
+        f"[bold]expected {amount(s.mean_days, 2)} days, P90 {amount(s.p90_days, 2)} days; effective "
+        f"training time {s.ettr:.1%}, goodput {s.goodput:.1%}; {amount(s.interruptions, 1)} "
+        f"interruptions ({amount(s.unexpected, 1)} unplanned, {amount(s.planned, 1)} planned); {s.trials} trials, "
         f"seed {s.seed}[/]"))
     return Group(*parts)

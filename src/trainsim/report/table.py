@@ -9,13 +9,11 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Span, Text
 
+from trainsim.report.numbers import amount, seconds
 from trainsim.result import Result
 
 GiB = 2**30
-
-
-def _fmt_s(x: float) -> str:
-    return f"{x * 1e3:.1f} ms" if x < 1 else f"{x:.3f} s"
+_fmt_s = seconds  # the name plots.py imports
 
 
 def render_result(r: Result) -> Group:
@@ -37,17 +35,17 @@ def render_result(r: Result) -> Group:
     head.add_row("batch", f"global {c.training.global_batch_size} x {c.training.seq_length} tokens, "
                  f"micro {c.training.micro_batch_size}, {c.num_microbatches} micro-batches/pipeline")
     head.add_row("iteration time", _fmt_s(r.iteration_time_s))
-    head.add_row("tokens/s", f"{r.tokens_per_s:,.0f}")
-    head.add_row("tokens/s/GPU", f"{r.tokens_per_s_per_gpu:,.1f}")
-    head.add_row("model TFLOP/s per GPU", f"{r.model_tflops_per_gpu:.1f}")
+    head.add_row("tokens/s", amount(r.tokens_per_s, tiny=True))
+    head.add_row("tokens/s/GPU", amount(r.tokens_per_s_per_gpu, 1, tiny=True))
+    head.add_row("model TFLOP/s per GPU", amount(r.model_tflops_per_gpu, 1, tiny=True))
     head.add_row("MFU / HFU", f"{100 * r.mfu:.1f}% / {100 * r.hfu:.1f}%"
                  + (f" of the {r.config.training.dtype} peak ({100 * r.mfu_16bit:.1f}% / "
                     f"{100 * r.hfu_16bit:.1f}% of the 16-bit peak)"
                     if r.peak_flops != r.peak_flops_16bit else ""))
     run = r.run_estimate()
     if run:
-        head.add_row("whole run", f"{run['days']:.1f} days, {run['gpu_hours']:,.0f} GPU-hours, "
-                     f"${run['cost_usd']:,.0f}, {run['energy_mwh']:,.1f} MWh")
+        head.add_row("whole run", f"{amount(run['days'], 1)} days, {amount(run['gpu_hours'])} "
+                     f"GPU-hours, ${amount(run['cost_usd'])}, {amount(run['energy_mwh'], 1)} MWh")
 
     time = Table(title="time of one iteration (critical stage "
                  f"{r.critical_stage})", title_justify="left")
@@ -63,7 +61,7 @@ def render_result(r: Result) -> Group:
     if r.breakdown.get("other_s", 0) > 1e-9:
         rows.append(("other", r.breakdown["other_s"]))
     for name, v in rows:
-        time.add_row(name, f"{v:.4f}", f"{100 * v / r.iteration_time_s:.1f}%")
+        time.add_row(name, amount(v, 4), f"{100 * v / r.iteration_time_s:.1f}%")
 
     m = r.memory[r.peak_memory_stage]
     mem = Table(title=f"peak memory per GPU (stage {r.peak_memory_stage})", title_justify="left")
@@ -71,16 +69,16 @@ def render_result(r: Result) -> Group:
     mem.add_column("GiB", justify="right")
     for name, v in (("weights", m.weights), ("gradients", m.gradients), ("optimizer state", m.optimizer),
                     ("activations", m.activations), ("buffers", m.buffers)):
-        mem.add_row(name, f"{v / GiB:.2f}")
+        mem.add_row(name, amount(v / GiB, 2))
     for name, v in m.temporaries[:3]:
-        mem.add_row(f"  [dim]{name}[/]", f"[dim]{v / GiB:.2f}[/]")
-    mem.add_row("allocated (torch max_memory_allocated)", f"{m.allocated / GiB:.2f}")
-    mem.add_row("reserved (caching allocator)", f"{m.reserved / GiB:.2f}")
-    mem.add_row("device (nvidia-smi: reserved + CUDA context)", f"{m.device / GiB:.2f}")
+        mem.add_row(f"  [dim]{name}[/]", f"[dim]{amount(v / GiB, 2)}[/]")
+    mem.add_row("allocated (torch max_memory_allocated)", amount(m.allocated / GiB, 2))
+    mem.add_row("reserved (caching allocator)", amount(m.reserved / GiB, 2))
+    mem.add_row("device (nvidia-smi: reserved + CUDA context)", amount(m.device / GiB, 2))
     hbm = c.cluster.gpu.hbm_bytes / GiB
     verdict = "[green]fits[/]" if r.fits_in_memory else "[bold red]DOES NOT FIT[/]"
     mem.add_row("[bold]needed (allocated + context)[/]",
-                f"[bold]{m.total / GiB:.2f}[/] of {hbm:.0f} {verdict}")
+                f"[bold]{amount(m.total / GiB, 2)}[/] of {hbm:.0f} {verdict}")
     if m.peak_at:
         mem.caption = f"peak during the {m.peak_at}"
         mem.caption_justify = "left"

@@ -211,6 +211,7 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
              global_batch, seq, max_gpus, price, pue, grid_g, gpu_idle_fraction, node_overhead, fmt):
     """How many GPUs to train MODEL on --tokens within --days, the best configuration, cost,
     energy and CO2."""
+    from trainsim.report.numbers import amount
     from trainsim.search.capacity import EnergyModel, plan
     from trainsim.search.executors import make_executor
     from trainsim.search.render import rows_table
@@ -256,12 +257,12 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
     rows = [("GPUs needed", (f"{e.num_gpus:,} ({nodes:,} node{'s' if nodes != 1 else ''} of "
                              f"{gpus_per_node})")),
             ("best configuration", e.label),
-            ("iteration", (f"{e.iteration_time_s:.3f} s, MFU {100 * e.mfu:.1f}%, "
-                           f"{e.tokens_per_s:,.0f} tokens/s")),
+            ("iteration", (f"{amount(e.iteration_time_s, 3)} s, MFU {100 * e.mfu:.1f}%, "
+                           f"{amount(e.tokens_per_s, tiny=True)} tokens/s")),
             ("wall-clock", f"{_amount(c.days, 1)} days"), ("GPU-hours", _amount(c.gpu_hours)),
-            ("cost", f"${c.cost_usd:,.0f} at ${c.price_per_gpu_hour:.2f}/GPU-hour"),
+            ("cost", f"${amount(c.cost_usd)} at ${c.price_per_gpu_hour:.2f}/GPU-hour"),
             ("power", (f"{c.gpu_power_w:.0f} W per GPU (utilisation {100 * c.utilization:.0f}%), "
-                       f"{c.facility_power_w / 1e6:.2f} MW facility at PUE {c.pue:g}")),
+                       f"{amount(c.facility_power_w / 1e6, 2)} MW facility at PUE {c.pue:g}")),
             ("energy", f"{_amount(c.energy_mwh)} MWh"),
             ("CO2", f"{_amount(c.co2_tonnes)} t CO2e at {c.grid_gco2_per_kwh:g} g/kWh")]
     out.print(rows_table([{"": k, "plan": v} for k, v in rows], f"plan: {escape(base.model.name)}"
@@ -302,8 +303,11 @@ def no_plan(result: Any, max_gpus: int) -> None:
 def _amount(x: float, places: int = 0) -> str:
     """``x`` with ``places`` decimals and thousands separators, or three significant digits
     where that would print under 100 as a rounded figure (a 1e9-token plan's 0.026 MWh and
-    0.01 t CO2e printed as "0 MWh", "0 t")."""
-    return f"{x:,.{places}f}" if x >= 100 or x == 0 else f"{x:.3g}"
+    0.01 t CO2e printed as "0 MWh", "0 t"), four from ``report.numbers.HUGE`` on (a 1e30-token
+    plan's rate needed printed as 26 digits)."""
+    from trainsim.report.numbers import amount
+
+    return amount(x, places) if x >= 100 or x == 0 else f"{x:.3g}"
 
 
 @click.command("sweep")

@@ -13,14 +13,14 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from trainsim.report.numbers import amount, seconds
 from trainsim.search.core import SearchResult
 from trainsim.search.evaluation import Evaluation
 
 GiB = 2**30
 
 
-def _t(x: float) -> str:
-    return f"{x * 1e3:.1f} ms" if x < 1 else f"{x:.3f} s"
+_t = seconds
 
 
 def _label(e: Evaluation, r: SearchResult) -> str:
@@ -56,11 +56,11 @@ def render_search(r: SearchResult, pareto: bool = True) -> Group:
     for row in r.top:
         e = row.evaluation
         vs = "" if best is None or row.rank == 1 else \
-            f"+{100 * (e.iteration_time_s / best.iteration_time_s - 1):.1f}%"
+            f"+{amount(100 * (e.iteration_time_s / best.iteration_time_s - 1), 1)}%"
         top.add_row(str(row.rank), *([str(e.num_gpus)] if many else []), escape(_label(e, r)),
                     _t(e.iteration_time_s),
-                    f"{e.tokens_per_s / e.num_gpus:,.0f}", f"{100 * e.mfu:.1f}%",
-                    f"{e.peak_memory_bytes / GiB:.1f}", vs)
+                    amount(e.tokens_per_s / e.num_gpus, tiny=True), f"{100 * e.mfu:.1f}%",
+                    amount(e.peak_memory_bytes / GiB, 1), vs)
     parts: list[Any] = [top]
     why = [f"  #{row.rank}: " + "; ".join(row.reasons) for row in r.top[1:]]
     if why:
@@ -86,8 +86,8 @@ def render_search(r: SearchResult, pareto: bool = True) -> Group:
         for col in ("configuration", "GPUs", "iteration", "tokens/s", "headroom GiB"):
             p.add_column(col, justify="left" if col == "configuration" else "right")
         for e in r.pareto:
-            p.add_row(escape(_label(e, r)), str(e.num_gpus), _t(e.iteration_time_s), f"{e.tokens_per_s:,.0f}",
-                      f"{e.memory_headroom_bytes / GiB:.1f}")
+            p.add_row(escape(_label(e, r)), str(e.num_gpus), _t(e.iteration_time_s), amount(e.tokens_per_s, tiny=True),
+                      amount(e.memory_headroom_bytes / GiB, 1))
         parts.append(p)
     parts.append(stats_line(r))
     return Group(*parts)
@@ -191,7 +191,7 @@ def render_sweep(rows: Sequence[dict[str, Any]], varied: Sequence[str], title: s
             continue
         note = "" if r.get("fits_in_memory") else "[red]does not fit[/]"
         t.add_row(*vals, _t(r["iteration_time_s"]), f"{100 * r['mfu']:.1f}%",
-                  f"{r['tokens_per_s']:,.0f}", f"{r['peak_memory_gib']:.1f}", note)
+                  amount(r["tokens_per_s"], tiny=True), amount(r["peak_memory_gib"], 1), note)
     return t
 
 
