@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from trainsim.cli import main
 from trainsim.errors import TrainsimError
-from trainsim.service import Settings, jobs
+from trainsim.service import Settings, jobs, jobs_search
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "llama3-8b-h100.yaml"
@@ -211,7 +211,7 @@ def test_the_candidate_bound_counts_what_the_search_enumerates():
     keys = list(space.memory_keys(base, 16))
     assert enumerated < sum(len(space.variants(k)) for k in keys)  # the flag matters here
     limits = SETTINGS.with_limits(max_candidates=enumerated).limits
-    jobs._bound_candidates(base, (16,), space, limits)
+    jobs_search._bound_candidates(base, (16,), space, limits)
     with pytest.raises(jobs.RequestError, match="max_candidates"):
-        jobs._bound_candidates(base, (16,), space,
-                               SETTINGS.with_limits(max_candidates=enumerated - 1).limits)
+        jobs_search._bound_candidates(base, (16,), space,
+                                      SETTINGS.with_limits(max_candidates=enumerated - 1).limits)

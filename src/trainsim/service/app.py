@@ -8,38 +8,45 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import multiprocessing
 import os
-import re
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
-from fastapi.exceptions import HTTPException, RequestValidationError
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
-from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from trainsim.config import safe_load
-from trainsim.config._build import suggest
 from trainsim.engine.loop import freeze_collector, thaw_collector
-from trainsim.errors import ConfigError
 from trainsim.service import catalog as service_catalog
 from trainsim.service import jobs
+from trainsim.service.api_schema import (
+    _JSON_200,
+    _UNION_MEMBERS,
+    ApiError,
+    JobCreated,
+    JobRequest,
+    JobView,
+    SimulateRequest,
+    _errors,
+    _nearest,
+    _union_refused,
+    _view,
+)
+from trainsim.service.asgi import _BodyError, _BodyLimit, _start_checker, _Waiters, _WrittenRoute
 from trainsim.service.settings import Settings
 from trainsim.service.store import Job, Store
-from trainsim.service.worker import WorkerPool, lower_priority
+from trainsim.service.worker import WorkerPool
 
 STATIC = Path(__file__).parent / "static"
 JobId = Annotated[str, PathParam(pattern="^[0-9a-f]{32}$", description=(
@@ -47,250 +54,6 @@ JobId = Annotated[str, PathParam(pattern="^[0-9a-f]{32}$", description=(
 """A job id in a path: anything else (a '/', a dot segment) is a 422 naming it, not a routing
 miss answered with a status the schema does not list."""
 API = "/api/v1"
-
-JobKind = Literal["simulate", "search", "validate", "sweep", "goodput", "plan"]
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, field: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.field, self.message = status, field, message
-
-
-class ErrorBody(BaseModel):
-    error: str = Field(description="One line: what is wrong and how to fix it.")
-    field: str = Field(description="The request field (or limit) at fault.")
-
-
-_WHY = {401: "No token, or an unknown or revoked one.",
-        404: "No such job among this token's, or no such artifact.",
-        409: "The job has no result (yet).",
-        413: "Body over max_body_bytes.",
-        422: "An invalid request or config, or work over the server's bounds.",
-        429: "This token has max_active_jobs jobs queued or running.",
-        503: "The config checker stopped; retry.",
-        504: "No result within sync_timeout_s."}
-
-
-def _errors(*codes: int, **more: Any) -> dict[int | str, Any]:
-    """OpenAPI ``responses`` for the errors a route answers (``more``: its other answers)."""
-    out: dict[int | str, Any] = {c: {"model": ErrorBody, "description": _WHY[c]}
-                                 for c in (401, *codes)}
-    return {**out, **{int(k.lstrip("_")): v for k, v in more.items()}}
-
-
-_JSON_200 = {"content": {"application/json": {}}}
-
-
-_CONFIG = ("A run config (model, parallel, training, cluster, ...): a mapping, or the text "
-           "of a YAML file, read as the CLI reads one (framework_version: 0.10 stays 0.10).")
-
-
-class JobRequest(BaseModel):
-    # robust49: an unknown key was dropped in silence ("option": {...} ran without the options)
-    model_config = ConfigDict(extra="forbid")
-
-    kind: JobKind
-    config: dict[str, Any] | str = Field(default_factory=dict, description=_CONFIG)
-    options: dict[str, Any] = Field(default_factory=dict,
-                                    description="The CLI command's flags, with underscores.")
-
-
-class SimulateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    config: dict[str, Any] | str = Field(description=_CONFIG)
-    options: dict[str, Any] = Field(default_factory=dict)
-
-
-class JobCreated(BaseModel):
-    id: str
-    status: str
-
-
-class JobView(BaseModel):
-    id: str
-    kind: str
-    status: str
-    progress: float
-    phase: str | None
-    result: Any = Field(description="What the CLI prints with --format json for this job.")
-    error: str | None
-    has_trace: bool
-    has_plot: bool
-    created_at: float
-    started_at: float | None
-    finished_at: float | None
-
-
-def _view(job: Job, with_result: bool = True) -> dict[str, Any]:
-    return {"id": job.id, "kind": job.kind, "status": job.status, "progress": job.progress,
-            "phase": job.phase,
-            "result": json.loads(job.result) if with_result and job.result else None,
-            "error": job.error, "has_trace": job.has_trace, "has_plot": job.has_plot,
-            "created_at": job.created_at,
-            "started_at": job.started_at, "finished_at": job.finished_at}
-
-
-class _BodyError(HTTPException):
-    """A request body that is not plain JSON data (answered 422, field 'body')."""
-
-
-class _WrittenRequest(Request):
-    """A request whose JSON body reads numbers as written (``config.safe_load``): FastAPI's
-    ``json.loads`` read ``"framework_version": 0.10`` as the float 0.1, Megatron-core's 0.1
-    profile, where the CLI reads 0.10. Duplicate keys, NaN/Infinity and over-deep or
-    over-long data are refused in one line, as in a config file."""
-
-    async def json(self) -> Any:
-        if not hasattr(self, "_json"):
-            body = await self.body()
-            try:
-                self._json = safe_load.loads(body.decode("utf-8"), "body")
-            except UnicodeDecodeError:
-                raise _BodyError(422, "body is not UTF-8 JSON") from None
-            except ConfigError as exc:
-                raise _BodyError(422, str(exc)) from None
-        return self._json
-
-
-class _WrittenRoute(APIRoute):
-    """Routes whose handlers get a :class:`_WrittenRequest`."""
-
-    def get_route_handler(self) -> Any:
-        handler = super().get_route_handler()
-
-        async def route(request: Request) -> Any:
-            return await handler(_WrittenRequest(request.scope, request.receive))
-        return route
-
-
-
-def _start_checker(server_pid: int) -> None:
-    """A checker process yields the CPU to the API process, as workers do, and leaves when
-    the server is gone (even killed with SIGKILL)."""
-    lower_priority()
-
-    def watch() -> None:
-        while os.getppid() == server_pid:
-            time.sleep(1.0)
-        os._exit(0)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
-class _Waiters:
-    """Requests waiting for jobs to end; the worker pool wakes them (from its thread)."""
-
-    def __init__(self) -> None:
-        self._events: dict[str, set[asyncio.Event]] = {}
-        self.loop: asyncio.AbstractEventLoop | None = None
-
-    def notify(self, job_id: str) -> None:
-        if self.loop is not None and job_id in self._events:
-            self.loop.call_soon_threadsafe(self._set, job_id)
-
-    def _set(self, job_id: str) -> None:
-        for event in self._events.get(job_id, ()):
-            event.set()
-
-    async def until_ended(self, job_id: str, read: Any, wait_s: float) -> Job:
-        """The job from ``await read()``, once ended or after ``wait_s`` seconds. The database
-        is read again every second too: another server, or the supervisor, may end it."""
-        event = asyncio.Event()
-        self._events.setdefault(job_id, set()).add(event)
-        deadline = time.monotonic() + wait_s
-        try:
-            while True:
-                event.clear()
-                job = await read()
-                left = deadline - time.monotonic()
-                if job.status not in ("queued", "running") or left <= 0:
-                    return job
-                try:
-                    await asyncio.wait_for(event.wait(), min(left, 1.0))
-                except asyncio.TimeoutError:
-                    pass
-        finally:
-            self._events[job_id].discard(event)
-            if not self._events[job_id]:
-                del self._events[job_id]
-
-
-class _BodyLimit:
-    """ASGI middleware: 413 for a body over the limit, declared or streamed."""
-
-    def __init__(self, app: Any, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            return await self._reject(send)
-        seen = 0
-
-        async def limited() -> Any:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise ApiError(413, "body", self._message())
-            return message
-
-        try:
-            await self.app(scope, limited, send)
-        except ApiError:
-            await self._reject(send)
-
-    def _message(self) -> str:
-        return f"request body over {self.max_bytes} bytes (max_body_bytes)"
-
-    async def _reject(self, send: Any) -> None:
-        body = json.dumps({"error": self._message(), "field": "body"}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
-
-
-_UNION_MEMBERS = {"dict[str,any]": "a mapping", "str": "text"}
-"""How a refusal names the members of a request field that takes either (``config``: a run
-config's sections, or their YAML text), by pydantic's tag of each in an error's ``loc``."""
-_JSON_KINDS = {dict: "an object", list: "an array", str: "text", bool: "true/false",
-               int: "a number", float: "a number", type(None): "null"}
-
-
-def _union_refused(loc: list[str], first: dict[str, Any], errors: Any) -> tuple[str, str]:
-    """(field, one line) for a value that none of a union field's members takes, in the
-    request's words: robust56, ``config: [1]`` was "config.dict[str,any]: Input should be a
-    valid dictionary", naming pydantic's tag of one member and not the YAML text it takes."""
-    field = ".".join(loc)
-    members = [_UNION_MEMBERS[str(e["loc"][-1])] for e in errors
-               if [str(p) for p in e.get("loc", ()) if p != "body"][:-1] == loc
-               and str(e["loc"][-1]) in _UNION_MEMBERS]
-    what = " or ".join(dict.fromkeys(members))
-    if field == "config":
-        what += " (a run config's sections, or their YAML)"
-    got = _JSON_KINDS.get(type(first.get("input")), type(first.get("input")).__name__)
-    return field, f"{field}: expected {what}, got {got}"
-
-
-def _nearest(error: dict[str, Any]) -> str:
-    """' (did you mean 'x'?)' where a value is not one of a choice's (pydantic's literal or
-    enum error lists them and suggests none: robust47, ``GET /api/v1/catalog/gpu``), as the
-    CLI's ``catalog gpu`` says (``cli_guard._choice_hint``); else ''."""
-    given, expected = error.get("input"), (error.get("ctx") or {}).get("expected")
-    loc = error.get("loc") or ()
-    if error.get("type") == "extra_forbidden" and len(loc) == 2 and isinstance(loc[-1], str):
-        fields = ("kind", "config", "options")  # a request body's (robust49: 'option')
-        return "" if loc[-1] in fields else suggest(loc[-1].strip().lower(), fields)
-    if error.get("type") not in ("literal_error", "enum") or not isinstance(given, str) \
-            or not isinstance(expected, str):
-        return ""
-    return suggest(given.strip().lower(), re.findall(r"'([^']*)'", expected))
 
 
 def create_app(settings: Settings | None = None, start_workers: bool = True) -> FastAPI:

@@ -16,6 +16,7 @@ from typing import Any
 
 from trainsim.config import safe_load
 from trainsim.errors import TrainsimError
+from trainsim.service.settings import Limits
 
 KINDS = ("simulate", "search", "validate", "sweep", "goodput", "plan")
 
@@ -245,6 +246,13 @@ def _float(opts: dict[str, Any], key: str, optional: bool = False, least: float 
         want = " and ".join(bounds) or "finite"
         raise RequestError(f"options.{key}", f"options.{key}={v!r}: expected a number {want}")
     return x
+
+
+def _bound_gpus(n: int, field: str, limits: Limits) -> None:
+    """Refuse a GPU count over the server's ``max_gpus``."""
+    if n > limits.max_gpus:
+        raise RequestError(field, f"{field}={n} is more GPUs than this server simulates "
+                           f"(max_gpus={limits.max_gpus})")
 
 
 def _flag(opts: dict[str, Any], key: str) -> bool:
