@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 
 import click
 
-from trainsim.config._build import DeprecatedName, digit_groups, suggest
+from trainsim.config._build import DeprecatedName, digit_groups, suggest, whole_number
 from trainsim.config.safe_load import shown_path
 from trainsim.errors import ConfigError, TrainsimError, TrainsimWarning
 
@@ -375,10 +375,16 @@ def _ascii(param_type: click.ParamType, value: Any, param: click.Parameter | Non
 
 
 class AsciiIntRange(click.IntRange):
-    """click's IntRange that reads ASCII digits only, as a config does."""
+    """click's IntRange that reads ASCII digits only, and a whole number however written
+    (``8.0``, ``1e3``), as a config does (``config._build.whole_number``: ``--gpus 8.0`` was
+    "'8.0' is not a valid integer range" where ``cluster.num_gpus: 8.0`` is 8; robust57)."""
+
+    name = "integer"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         _ascii(self, value, param, ctx)
+        if isinstance(value, str) and (n := whole_number(value)) is not None:
+            value = n
         return super().convert(value, param, ctx)
 
 

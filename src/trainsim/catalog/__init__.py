@@ -44,7 +44,7 @@ from trainsim.config import (
     RunConfig,
     TrainingConfig,
 )
-from trainsim.config._build import as_written, build, suggest
+from trainsim.config._build import as_written, build, section_of, suggest
 from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES, gpu_missing
 from trainsim.config.model import check_model_source
 from trainsim.config.parallel import ALIASES
@@ -398,7 +398,7 @@ def _cluster_section(raw: Any) -> ClusterConfig:
     g = fields.pop("gpu", None)
     if g is None:
         raise gpu_missing(fields, [*CLUSTER_UNITS, *RENAMED, "gpu_overrides"])
-    gpu_overrides = fields.pop("gpu_overrides", None) or {}
+    gpu_overrides = section_of(fields.pop("gpu_overrides", None), "cluster.gpu_overrides")
     if isinstance(g, dict):
         spec = gpu_from_dict(g, "cluster.gpu")
     elif isinstance(g, str):
@@ -438,6 +438,14 @@ def _check_kernel_db(path: str) -> None:
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{where} is not a kernel database (a JSON mapping with a 'kernels' "
                           "list, as trainsim profile writes)")
+    measured_on = data.get("gpu")
+    try:  # the GPU its records were timed on (robust57: "unknown GPU 'zz'" named no file)
+        gpu(str(measured_on)) if isinstance(measured_on, str) and measured_on.strip() else None
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: its gpu, {exc}") from None
+    if not (isinstance(measured_on, str) and measured_on.strip()):
+        raise ConfigError(f"{where}: its gpu ({_kind(measured_on)}) names no catalog GPU; a "
+                          "kernel database states the GPU its records were timed on")
     for i, row in enumerate(rows):
         if not _number(row.get("time_s"), f"{where}: kernels[{i}].time_s") > 0:
             raise ConfigError(f"{where}: kernels[{i}].time_s must be positive")
@@ -476,10 +484,16 @@ def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
     for key in ("model", "cluster"):
         if key not in data:
             raise ConfigError(f"the config has no {key!r} section")
-    for key in ("parallel", "training", "cluster"):
-        if data.get(key) is not None and not isinstance(data[key], dict):
-            raise ConfigError(f"{key} must be a mapping of fields (e.g. {key}: {{...}}), "
-                              f"got {_kind(data[key])}")
+    for key in ("parallel", "training"):  # null or blank: the section given empty
+        if key in data:
+            data[key] = section_of(data[key], key)
+    if data.get("cluster") is not None and not isinstance(data["cluster"], dict):
+        raise ConfigError(f"cluster must be a mapping of fields (e.g. cluster: {{...}}), "
+                          f"got {_kind(data['cluster'])}")
+    section_of(data.get("reliability"), "reliability")  # goodput's; its shape checked here too
+    for key in ("name", "description"):  # free text, read by no run
+        if isinstance(data.get(key), (list, tuple, dict)):
+            raise ConfigError(f"{key} must be text, got {_kind(data[key])}")
     parallel_raw = dict(data.get("parallel") or {})
     written = {full: f"parallel.{short}" for short, full in ALIASES.items() if short in parallel_raw}
     for short, full in ALIASES.items():

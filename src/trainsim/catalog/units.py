@@ -9,7 +9,13 @@ import warnings
 from typing import Any
 
 from trainsim.config import GPUSpec
-from trainsim.config._build import MIN_RATE, DeprecatedName, ascii_float, build, type_name
+from trainsim.config._build import (
+    MIN_RATE,
+    DeprecatedName,
+    ascii_float,
+    build,
+    value_kind,
+)
 from trainsim.errors import ConfigError
 
 GiB = 2**30
@@ -85,20 +91,7 @@ def gpu_from_dict(d: dict[str, Any], where: str = "gpu") -> GPUSpec:
         raise ConfigError(text) from None
 
 
-def _kind(value: Any) -> str:
-    """How an error names a value of the wrong kind: 'a list', 'the text 'fast''. A number kept
-    with its written text (``config.safe_load.Written``) is a number, not 'a Written'."""
-    if isinstance(value, str):
-        return f"the text {value!r}"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return "nothing" if value is None else f"a {type_name(value)}"
+_kind = value_kind  # the one wording, in config._build
 
 
 def _number(value: Any, where: str) -> float:

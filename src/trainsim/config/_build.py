@@ -75,6 +75,38 @@ def type_name(value: Any) -> str:
                 type(value).__name__)
 
 
+def value_kind(value: Any) -> str:
+    """How an error names a value of the wrong kind: 'a list', 'the text 'fast'', 'nothing'
+    (not Python's 'NoneType'). A number kept with its written text
+    (``config.safe_load.Written``) is a number, not 'a Written'."""
+    if isinstance(value, str):
+        return f"the text {value!r}"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return "nothing" if value is None else f"a {type_name(value)}"
+
+
+def section_of(value: Any, where: str) -> dict[str, Any]:
+    """A config section or sub-mapping as written (``parallel``, ``reliability.checkpoint``,
+    ``cluster.gpu_overrides``): a mapping; null or blank text is the section given empty (as a
+    blank optional field is None: robust54); anything else is refused naming it. robust57:
+    ``x or {}`` took ``reliability: []`` and ``gpu_overrides: []`` as empty, refused
+    ``training: ''`` and ``reliability.straggler: null`` ("got NoneType")."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return {}
+    if not isinstance(value, dict):
+        leaf = where.split(".")[-1]
+        raise ConfigError(f"{where} must be a mapping of fields (e.g. {leaf}: {{...}}), got "
+                          f"{value_kind(value)}")
+    return value
+
+
 def suggest(name: str, choices: typing.Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest choice (the same name in other letter case first,
     then the shortest prefix match), or ''. fuzz46: ``TP`` found no ``tp`` (difflib compares
@@ -282,6 +314,27 @@ def ascii_float(value: float | str) -> float:
     return float(value)
 
 
+def whole_number(value: Any) -> int | None:
+    """The integer a count's value means as a config field reads it (``_coerce`` to int: an
+    int, or a float or ASCII text of a whole number, ``8.0``, ``'8.0'``, ``'1e3'``, at most
+    ``MAX_INT``), or None where it is none (a bool, a fraction, text of another kind). For the
+    counts read outside a config (CLI options, the service's options), which refused the
+    ``8.0`` a config takes as 8 (robust57)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        f = ascii_float(value)
+    except (ValueError, OverflowError):
+        return None
+    if not math.isfinite(f) or f != int(f) or abs(f) > MAX_INT:
+        return None
+    if isinstance(value, str) and re.fullmatch(r"[+-]?\d+", value.strip()):
+        return int(value.strip())  # exact: int('9007199254740993') is not float's
+    return int(f)
+
+
 SI_MULTIPLES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
 """Decimal multiples a count may be written with, any case (15T, 300B, 2k): B is a billion, as
 token counts are written. Read by ``si_float``, the one rule for ``--tokens`` (plan, goodput),
@@ -483,7 +536,7 @@ def build(cls: type[T], data: Any, where: str) -> T:
     if isinstance(data, cls):
         return data
     if not isinstance(data, dict):
-        raise ConfigError(f"{where} must be a mapping of fields, got {type_name(data)}")
+        raise ConfigError(f"{where} must be a mapping of fields, got {value_kind(data)}")
     hints, fields = _schema(cls)
     kwargs = {}
     for key, value in data.items():

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from trainsim.cli_guard import PLOT_FILE, POSITIVE, POSITIVE_INT, AsciiIntRange, stdout_console
-from trainsim.config._build import digit_groups, si_float
+from trainsim.config._build import digit_groups, section_of, si_float
 from trainsim.errors import ConfigError, TrainsimError
 
 _TIME = {"": 1.0, "S": 1.0, "M": 60.0, "MIN": 60.0, "H": 3600.0, "D": 86400.0}
@@ -72,9 +72,7 @@ def load_goodput_config(path: str, overrides: tuple[str, ...] = (), gpus: int | 
         "reliability.checkpoint.interval_s": (f"{prefix}interval ({interval_s:g} s)"
                                               if interval_s else "", interval_s)})
     raw = apply_overrides(read_config_file(path), list(overrides), reliability=True)
-    rel_raw = raw.pop("reliability", None) or {}
-    if not isinstance(rel_raw, dict):
-        raise ConfigError("reliability must be a mapping of fields")
+    rel_raw = dict(section_of(raw.pop("reliability", None), "reliability"))
     if failures:
         rel_raw["failures"] = failures
     if gpus is not None:

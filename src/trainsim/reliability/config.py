@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from trainsim.config._build import build, require_positive, require_rate, suggest, switch, type_name
+from trainsim.config._build import (
+    build,
+    require_positive,
+    require_rate,
+    section_of,
+    suggest,
+    switch,
+    type_name,
+)
 from trainsim.config.safe_load import load_file
 from trainsim.errors import CatalogError, ConfigError
 
@@ -351,9 +359,7 @@ def reliability_config_from_dict(data: dict[str, Any] | None,
     """Build the settings; the profile's own recovery/checkpoint values fill what is not set.
     A profile that cannot be read is refused naming ``failures_name``, where the name came
     from (``--failures`` on the command line)."""
-    data = dict(data or {})
-    if not isinstance(data, dict):
-        raise ConfigError("reliability must be a mapping of fields")
+    data = dict(section_of(data, "reliability"))
     name = data.get("failures", ReliabilityConfig.failures)
     if not isinstance(name, str):  # str() of a mapping was looked up as a file name (fuzz34)
         raise ConfigError(f"{failures_name} must be a failure profile's catalog name (one of "
@@ -366,8 +372,8 @@ def reliability_config_from_dict(data: dict[str, Any] | None,
     except CatalogError as exc:
         raise CatalogError(f"{failures_name}: {exc}") from None
     for section in ("recovery", "checkpoint"):
-        user = data.get(section) or {}
-        if not isinstance(user, dict):
-            raise ConfigError(f"reliability.{section} must be a mapping of fields")
+        user = section_of(data.get(section), f"reliability.{section}")
         data[section] = {**getattr(profile, section), **user}
+    if "straggler" in data:  # null or blank: the defaults, as the section left out
+        data["straggler"] = section_of(data["straggler"], "reliability.straggler")
     return build(ReliabilityConfig, data, "reliability")

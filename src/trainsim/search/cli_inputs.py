@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from trainsim.config._build import digit_groups
+from trainsim.config._build import digit_groups, whole_number
 from trainsim.errors import ConfigError, TrainsimWarning
 from trainsim.search.reference_input import check_plan_sets, parse_reference
 
@@ -61,8 +61,10 @@ def parse_ints(text: str | None, name: str, least: int = 1) -> tuple[int, ...] |
     for v in parts:
         digit_groups(v.strip(), f"--{name}")  # underscores in threes only, as a config's
     try:
-        # ASCII digits only ('\uff12' is 2 to int()), as a config's numbers
-        vals = tuple(int(_ascii_text(v)) for v in parts)
+        # ASCII digits only ('\uff12' is 2 to int()), as a config's numbers; a whole number
+        # however written ('8.0'), as a config reads a count (robust57)
+        vals = tuple(int(_ascii_text(v)) if whole_number(v) is None else whole_number(v)
+                     for v in parts)
     except ValueError:
         raise ConfigError(f"--{name}={text!r}: expected integers separated by commas") from None
     if not vals or any(v < least for v in vals):

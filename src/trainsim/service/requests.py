@@ -217,10 +217,16 @@ def _finite(data: Any, where: str) -> None:
 
 
 def _int(opts: dict[str, Any], key: str, least: int = 0) -> int:
+    """Option ``key`` as a whole number at least ``least``: an int, or a whole number however
+    written (``8.0``, ``"8"``), as a config's count and the CLI's flag read it (robust57: 8.0
+    was refused here, taken as 8 in the job's config)."""
+    from trainsim.config._build import whole_number
+
     v = opts[key]
-    if isinstance(v, bool) or not isinstance(v, int) or v < least:
+    n = whole_number(v)
+    if n is None or n < least:
         raise RequestError(f"options.{key}", f"options.{key}={v!r}: expected an integer >= {least}")
-    return v
+    return n
 
 
 def _float(opts: dict[str, Any], key: str, optional: bool = False, least: float | None = None,
