@@ -29,7 +29,7 @@ from trainsim.errors import ConfigError, TrainsimError
 # Wide enough for validation ids and notes when output goes to a file or a pipe (rich
 # defaults to 80 columns there and would cut them).
 out = stdout_console()
-err = Console(stderr=True)
+err = Console(stderr=True, emoji=False)  # a name's ':warning:' printed as written
 
 
 def _fail(exc: Exception) -> None:

@@ -177,10 +177,13 @@ def prepare_streams() -> None:
 
 def stdout_console() -> Any:
     """A rich console on stdout: the terminal's width, or 160 columns into a file or a pipe
-    (rich's default 80 would cut validation ids and notes); stdout closed is not a tty."""
+    (rich's default 80 would cut validation ids and notes); stdout closed is not a tty. Emoji
+    codes are not read: a name a user wrote (``model.name: ':warning:'``) prints as written
+    (robust57), as ``rich.markup.escape`` keeps its brackets."""
     from rich.console import Console
 
-    return Console(width=None if sys.stdout is not None and sys.stdout.isatty() else 160)
+    return Console(width=None if sys.stdout is not None and sys.stdout.isatty() else 160,
+                   emoji=False)
 
 
 def _flush_output() -> None:

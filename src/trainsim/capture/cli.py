@@ -22,7 +22,7 @@ from trainsim.cli_guard import OUT_FILE, OUT_FILE_MADE, POSITIVE_INT, fail, stdo
 from trainsim.config.safe_load import write_output
 from trainsim.errors import TrainsimError
 
-err = Console(stderr=True)
+err = Console(stderr=True, emoji=False)  # a name's ':warning:' printed as written
 
 
 def _fail(exc: Exception) -> None:

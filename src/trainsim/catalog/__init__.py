@@ -373,6 +373,9 @@ def read_gpu_file(path: Path, where: str) -> dict[str, Any]:
         raise ConfigError(f"{shown_path(path)} must hold a mapping of GPU fields, got "
                           f"{_kind(data)}")
     data.pop("_base_dir", None)
+    # the names a catalog file answers to, metadata no GPUSpec field holds (as ``gpu`` drops
+    # them): a catalog file copied as a user's own was "unknown field cluster.gpu.aliases"
+    data.pop("aliases", None)
     return data
 
 

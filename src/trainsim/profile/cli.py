@@ -19,7 +19,7 @@ from trainsim.cli_guard import OUT_FILE_MADE, AsciiIntRange
 from trainsim.config._build import digit_groups
 from trainsim.errors import ConfigError, TrainsimError
 
-err = Console(stderr=True)
+err = Console(stderr=True, emoji=False)  # a name's ':warning:' printed as written
 
 
 def _ints(text: str, option: str) -> tuple[int, ...]:

@@ -43,7 +43,7 @@ from trainsim.search.cli_inputs import (  # noqa: F401 - re-exported: tests, ben
 )
 
 out = stdout_console()
-err = Console(stderr=True)
+err = Console(stderr=True, emoji=False)  # a name's ':warning:' printed as written
 MAX_GRID_G_PER_KWH = 10_000.0
 """Largest grid carbon intensity plan takes (g CO2e/kWh; coal plants emit about 1,000)."""
 MAX_NODE_OVERHEAD = 10.0
