@@ -121,3 +121,15 @@ def test_the_yaml_editor_sends_the_text_the_server_reads_as_the_cli_does(browser
     with urllib.request.urlopen(req) as r:
         job = json.load(r)
     assert job["result"]["config"]["training"]["framework_version"] == "0.10"
+
+
+def test_the_forms_number_fields_go_as_typed_where_no_plain_number(browser, served):
+    """robust57: ``parseInt`` read a typed "1.28e2" as a global batch of 1 (the browser's own
+    check takes it: 128 is a whole number) and "1.5" as 1; a plain number goes as that number,
+    which the server reads as a config file's number or refuses naming the field."""
+    srv, token = served
+    page = _new_run_page(browser, srv.base, token)
+    page.fill("#f-micro_batch_size", "1.5")
+    page.fill("#f-global_batch_size", "1.28e2")
+    training = page.evaluate("configFromForm()")["training"]
+    assert training["micro_batch_size"] == 1.5 and training["global_batch_size"] == 128

@@ -111,14 +111,19 @@ const DEFAULTS = { model: "llama3-8b", node: "dgx-h100", gpu: "h100-sxm-80gb", n
   recompute: "none", global_batch_size: 128, micro_batch_size: 1, seq_length: 8192,
   dtype: "bf16", train_tokens: 1e11 };
 
+const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
 function configFromForm() {
   const cfg = { model: null, parallel: {}, training: {}, cluster: {} };
   for (const [id, path, , kind] of FORM_FIELDS) {
     const input = $(`#f-${id}`);
     let v = kind === "bool" ? input.checked : input.value.trim();
     if (v === "" || v === null) continue;
-    if (kind === "int") v = Number.parseInt(v, 10);
-    if (kind === "num") v = Number(v);
+    // a number typed as a plain literal goes as that number; anything else ("15T", "2,048",
+    // "8 GPUs") as the text typed, for the server to read as a config file's or refuse
+    // naming the field: parseInt read "8.9" as 8 and "1e3" as 1, Number("15T") was NaN, sent
+    // as null, the field dropped (robust57)
+    if ((kind === "int" || kind === "num") && NUMBER.test(v)) v = Number(v);
     if (id === "gpu" && $("#f-node").value) continue;  // the node names its GPU
     const [section, key] = path.split(".");
     if (key) cfg[section][key] = v; else cfg[section] = v;

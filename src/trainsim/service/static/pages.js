@@ -205,10 +205,10 @@ async function viewSearch() {
     ["seq", "Sequence length", "8192", "number"], ["tp", "TP sizes (blank: all)", ""],
     ["pp", "PP sizes (blank: all)", ""], ["top", "Top", "10", "number"]],
   () => {
-    const options = { gpu: val("gpu"), gpus: val("gpus"), global_batch: +val("global_batch"),
-                      seq: +val("seq"), top: +val("top"), plot: true };
-    if (val("tp")) options.tp = val("tp");
-    if (val("pp")) options.pp = val("pp");
+    // counts as typed: the server reads "8", "8.0" and "1e3" as a config does and refuses
+    // anything else naming the option (+"" was 0, +"2,048" NaN sent as null; robust57)
+    const options = { gpu: val("gpu"), gpus: val("gpus"), plot: true };
+    for (const k of ["global_batch", "seq", "top", "tp", "pp"]) if (val(k)) options[k] = val(k);
     return submitJob("search", { model: val("model") }, options);
   }, "Ranks TP/PP/CP/DP splits, micro-batch, recompute and overlap settings; progress shows live.");
 }
@@ -234,7 +234,8 @@ function viewGoodput() {
     ["config", "Run config (YAML, with an optional reliability section)", GOODPUT_YAML, "textarea"],
     ["trials", "Monte Carlo trials", "1000", "number"], ["interval", "Checkpoint interval (blank: Daly's optimum)", ""]],
   () => {
-    const options = { trials: +val("trials"), plot: true };
+    const options = { plot: true };  // counts as typed (viewSearch)
+    if (val("trials")) options.trials = val("trials");
     if (val("interval")) options.interval = val("interval");
     return submitJob("goodput", val("config"), options);  // YAML text: the server reads it
   }, "Failures, checkpoints and restarts over the run (Monte Carlo).");
