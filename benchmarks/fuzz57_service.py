@@ -168,7 +168,7 @@ def empty_check(d: Path, section: str, value: Any, k: int) -> str | None:
         empty = not isinstance(value, (list, dict))
     if r.exit_code != 0:
         if empty:
-            return f"{section}: an empty section refused: {(lines or [''])[0][:80]}"
+            return f"{section}: an empty section refused"
         return _one_line(r, lines, section.split(".")[-1])
     if not empty:
         return f"{section}={value!r}: taken"
@@ -278,8 +278,7 @@ def lifecycle_check(state: dict[str, Any], ops: list[str], rng: random.Random) -
                 mine.setdefault(j["id"], j["status"])
             now = sum(1 for s in mine.values() if s in ("queued", "running"))
             if now > MAX_ACTIVE:
-                return f"concurrent submits left {now} jobs active, over max_active_jobs " \
-                       f"{MAX_ACTIVE}"
+                return "concurrent submits left more jobs active than max_active_jobs"
         elif op == "cancel" and job:
             r = c.delete(f"/api/v1/jobs/{job}", headers=me)
             if bad := expect(r, 200, what="cancel"):
@@ -374,7 +373,11 @@ def profiledb_check(d: Path, name: str, text: str, k: int) -> str | None:
     raw["cluster"]["compute_db"] = str(path)
     r, lines = _run(["simulate", _write(d, f"dbcfg{k}.json", raw), "--format", "json"])
     if r.exit_code != 0:
-        return _one_line(r, lines, f"db{k}.json")
+        bad = _one_line(r, lines)
+        if bad is None and f"db{k}.json" not in lines[0]:
+            REFUSED[0] -= 1
+            return "a refusal not naming the database: " + lines[0][:40]
+        return bad
     got = json.loads(r.stdout)
     return None if fuzz_checks.finite(got) and got["iteration_time_s"] > 0 else \
         "a non-finite answer"
