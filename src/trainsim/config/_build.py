@@ -12,16 +12,22 @@ import types
 import typing
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
+from trainsim.config.number_text import (  # noqa: F401 - re-exported, as before the split
+    MAX_INT,
+    SI_MULTIPLES,
+    SI_SUFFIXED,
+    _number,
+    ascii_float,
+    digit_groups,
+    si_float,
+    whole_number,
+)
 from trainsim.errors import ConfigError
 
 T = TypeVar("T")
 
 class DeprecatedName(FutureWarning):
     """A config used a deprecated field name; the CLI prints it as one ``warning:`` line."""
-
-
-MAX_INT = 2**53
-"""Largest integer a config field takes: every count and size is exact in a float below it."""
 
 
 def _shown(value: Any) -> str:
@@ -279,88 +285,6 @@ def switch(value: Any, where: str) -> bool:
         if _number(word) in (0, 1):
             return _number(word) == 1
     raise ConfigError(f"{where} must be true/false, got {_shown(value)}")
-
-
-_DIGIT_RUN = re.compile(r"[0-9_]*_[0-9_]*")
-_GROUPED = re.compile(r"[0-9]{1,3}(?:_[0-9]{3})+")
-
-
-def digit_groups(text: str, where: str = "") -> str:
-    """``text`` with the underscores of its numbers dropped where each separates digits in
-    threes (``1_000``, ``12_345_678``): the one rule for every number trainsim reads as text
-    (config fields, ``--set``, YAML, CSV cells, CLI counts and lists, durations, sizes).
-    Python's ``int``/``float`` and YAML 1.1 read an underscore anywhere between digits, so
-    ``1_0`` was 10 and ``1__0`` an error in one place, refused or read in another; a user who
-    types ``1_0`` most likely mistyped. A ConfigError (a ValueError) where one does not."""
-    if "_" not in text:
-        return text
-    for run in _DIGIT_RUN.findall(text):
-        if run.strip("_") and not _GROUPED.fullmatch(run):
-            at = f"{where}=" if where else ""
-            raise ConfigError(f"{at}{text!r}: an underscore in a number separates digits in "
-                              f"threes (1_000); {run!r} looks mistyped")
-    return text.replace("_", "")
-
-
-def ascii_float(value: float | str) -> float:
-    """``float(value)``, text in ASCII only: Python's ``float`` also reads other scripts'
-    digits ('١' is 1.0, '١٠' is 10), which no config means; underscores only in threes
-    (``digit_groups``). ValueError where it is none."""
-    if isinstance(value, str):
-        value = value.strip()  # float() ignores surrounding whitespace, a no-break space too
-        if not value.isascii():
-            raise ValueError(value)
-        value = digit_groups(value)
-    return float(value)
-
-
-def whole_number(value: Any) -> int | None:
-    """The integer a count's value means as a config field reads it (``_coerce`` to int: an
-    int, or a float or ASCII text of a whole number, ``8.0``, ``'8.0'``, ``'1e3'``, at most
-    ``MAX_INT``), or None where it is none (a bool, a fraction, text of another kind). For the
-    counts read outside a config (CLI options, the service's options), which refused the
-    ``8.0`` a config takes as 8 (robust57)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return None
-    if isinstance(value, int):
-        return value
-    try:
-        f = ascii_float(value)
-    except (ValueError, OverflowError):
-        return None
-    if not math.isfinite(f) or f != int(f) or abs(f) > MAX_INT:
-        return None
-    if isinstance(value, str) and re.fullmatch(r"[+-]?\d+", value.strip()):
-        return int(value.strip())  # exact: int('9007199254740993') is not float's
-    return int(f)
-
-
-SI_MULTIPLES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
-"""Decimal multiples a count may be written with, any case (15T, 300B, 2k): B is a billion, as
-token counts are written. Read by ``si_float``, the one rule for ``--tokens`` (plan, goodput),
-``--vary`` values, the service's ``options.tokens`` and a config's ``training.train_tokens``."""
-
-SI_SUFFIXED = "si_suffixed"
-"""The ``dataclasses.field`` metadata key of a number field that may be written with an
-``SI_MULTIPLES`` suffix (``training.train_tokens: 15T``), in a file, ``--set`` or the service."""
-
-
-def si_float(text: str) -> float:
-    """'400', '1.5e13', '300B', '15T', '2 k' -> float (``SI_MULTIPLES``; the number as
-    ``ascii_float`` reads it). ValueError where it is none; the caller checks the range."""
-    t = text.strip()
-    mult = 1.0
-    if t and t[-1].upper() in SI_MULTIPLES:
-        t, mult = t[:-1], SI_MULTIPLES[t[-1].upper()]
-    return ascii_float(t) * mult
-
-
-def _number(text: str) -> float | None:
-    """``text`` as a float (``ascii_float``), or None."""
-    try:
-        return ascii_float(text)
-    except ValueError:
-        return None
 
 
 @functools.cache
