@@ -261,3 +261,20 @@ def test_the_whole_round_finds_no_class():
     import fuzz57
 
     assert fuzz57.main([]) == 0
+
+
+def test_a_job_body_posted_to_simulate_says_where_a_kind_goes(tmp_path):
+    """robust56 lead 6: "kind: Extra inputs are not permitted" said nothing of /jobs."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from trainsim.service import Settings, create_app
+
+    app = create_app(Settings(db_url=f"sqlite:///{tmp_path / 's.db'}", workers=0, checkers=0),
+                     start_workers=False)
+    with TestClient(app) as client:
+        headers = {"Authorization": f"Bearer {app.state.store.create_token('t')}"}
+        r = client.post("/api/v1/simulate", headers=headers,
+                        json={"kind": "simulate", "config": DENSE})
+    assert r.status_code == 422 and r.json()["field"] == "kind"
+    assert "POST /api/v1/jobs" in r.json()["error"] and "\n" not in r.json()["error"]

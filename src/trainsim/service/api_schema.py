@@ -129,6 +129,9 @@ def _nearest(error: dict[str, Any]) -> str:
     loc = error.get("loc") or ()
     if error.get("type") == "extra_forbidden" and len(loc) == 2 and isinstance(loc[-1], str):
         fields = ("kind", "config", "options")  # a request body's (robust49: 'option')
+        if loc[-1] == "kind":  # only /simulate's body has no kind (robust56 lead 6)
+            return (" (POST /api/v1/simulate runs one simulation from config and options; "
+                    "a job of a kind is POST /api/v1/jobs)")
         return "" if loc[-1] in fields else suggest(loc[-1].strip().lower(), fields)
     if error.get("type") not in ("literal_error", "enum") or not isinstance(given, str) \
             or not isinstance(expected, str):
