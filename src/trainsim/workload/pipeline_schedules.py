@@ -262,6 +262,32 @@ def _equal_zb_2p(pp: int, m: int) -> tuple[tuple[Step, ...], ...]:
     return tuple(tuple(order) for order in orders("zb_2p", pp, 1, m))
 
 
+@functools.lru_cache(maxsize=64)
+def equal_zb_2p_peak_orders(pp: int, m: int) -> tuple[tuple[Step, ...], ...]:
+    """Every rank's order whose in-flight peak is that of :func:`_equal_zb_2p`'s for ``m``
+    micro-batches, in passes independent of ``m``: the same variant's search for ``base =
+    from_m + (m - from_m) % rounds`` micro-batches where the search for ``m`` settles from
+    ``from_m`` in periods of ``rounds`` (``Searched.settled_from`` / ``settled_rounds``), else
+    ``m``'s own orders (nothing proven: the walk).
+
+    Why the peak is the same. ``zb_search.Settled``: the search for ``m`` is the one for
+    ``base`` with ``(m - base) / rounds`` copies of rounds ``r + 1`` to ``r + rounds`` inserted
+    after them, proven by the builder's state repeating bit for bit (integer times, memory in
+    integers). A rank's passes placed within those rounds are a contiguous block of its order,
+    so its order for ``m`` is ``A X^(n+1) C`` against ``A X C`` for ``base`` (kinds and chunks;
+    only micro-batch numbers differ). The state counts every kind placed relative to the round,
+    so ``X`` holds ``rounds`` F, I and W passes of the one chunk: their weights sum to zero
+    (F adds w, I frees ``w (1 - W_MEMORY_FRACTION)``, W the rest), every copy of ``X`` starts
+    at the live weight ``A`` leaves and reaches the same values, and ``C`` starts there too.
+    The peak is the same for any non-negative or negative weight, up to the rounding of the
+    running sum, which the walk of ``m``'s order accumulates over the inserted copies."""
+    settled_from, rounds = _chosen(*_search_key(pp, m, None, W_MEMORY_FRACTION))[1:]
+    if settled_from is None or m < settled_from + rounds:
+        return _equal_zb_2p(pp, m)
+    base = settled_from + (m - settled_from) % rounds
+    return tuple(tuple(order) for order in zb_2p(pp, base, None, m_total=m))
+
+
 def orders(name: str, pp: int, vpp: int, m: int,
            times: tuple[list[float], list[float], list[float], float] | None = None,
            w_fraction: float = W_MEMORY_FRACTION, m_total: int | None = None

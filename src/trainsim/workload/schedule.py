@@ -200,7 +200,9 @@ def schedule_peak_in_flight(stage: int, pp: int, vpp: int, m: int, name: str | N
                             group: int | None = None) -> float:
     """:func:`peak_in_flight` of ``schedule(stage, pp, vpp, m, name, torch_warmup, group)``,
     in O(N x vpp) steps for Megatron's 1F1B and interleaved 1F1B whatever ``m`` (N = ``group``
-    or pp; other schedules walk their order; so do negative weights and a short last group).
+    or pp; negative weights and a short last group walk the order). The other schedules walk
+    an order whose length does not grow with ``m`` where a period is proven
+    (``workload.peak_period``), else their own.
 
     Megatron's order is W warm-up forwards, (forward, backward) pairs, then backwards
     (Narayanan et al. 2021 §2.2; ``_warmup_pairs_cooldown``). Where N divides m, the k-th
@@ -213,6 +215,11 @@ def schedule_peak_in_flight(stage: int, pp: int, vpp: int, m: int, name: str | N
     are walked with the same additions, in the same order, as the whole walk; later periods
     reach the same values (to rounding, from adding and subtracting the same weights again)."""
     n = group or pp
+    if name not in (None, "1f1b", "interleaved_1f1b"):
+        from trainsim.workload.peak_period import named_peak
+        peak = named_peak(name, stage, pp, vpp, m, weight)
+        if peak is not None:
+            return peak
     if name not in (None, "1f1b", "interleaved_1f1b") or (
             weight is not None and min(weight.values(), default=0.0) < 0) or (
             weight is not None and vpp > 1 and m % n):
