@@ -89,17 +89,22 @@ def test_zb2p_steady_state_agrees_with_the_full_simulation_on_all_configs(monkey
 
 def test_a_late_settling_search_is_tried_from_where_it_settles():
     """The llama3-70b example's zb_2p search settles late (from 143 micro-batches at pp 4):
-    the shortcut's truncated runs start there (not at the next rung of the ladder of lengths,
-    159, which 300 micro-batches cannot afford), and agree with the full simulation."""
+    the shortcut's truncated runs start there or past the timeline's transient replayed from
+    there (145: ``steady_zb2p.past_transient``), not at the next rung of the ladder of lengths
+    (159, which 300 micro-batches cannot afford), and agree with the full simulation."""
     from trainsim import load_run_config
     from trainsim.pricing import Pricer
     from trainsim.simulator import build_graph
+    from trainsim.steady_zb2p import past_transient
 
     cfg = load_run_config("examples/llama3-70b-h100-64.yaml", (
         "parallel.pipeline_schedule=zb_2p", "parallel.vpp=1", "training.global_batch_size=600"))
     settled = build_graph(cfg, Pricer(cfg), None, 8 * cfg.parallel.pp).settled_from
     assert 8 * cfg.parallel.pp < settled and 2 * (settled + 1) <= cfg.num_microbatches
+    first = past_transient(cfg, Pricer(cfg), None, settled, cfg.num_microbatches // 2 - 1, 1)
+    assert first is None or settled < first < 159
+    first = first or settled
     fast = simulate(cfg)
     assert fast.simulation["reason"].startswith(
-        f"period proven on truncated runs of {settled:,} and {settled + 1:,} micro-batches")
+        f"period proven on truncated runs of {first:,} and {first + 1:,} micro-batches")
     assert_same_simulation(fast, simulate(cfg, keep_timeline=True))

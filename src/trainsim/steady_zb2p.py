@@ -59,6 +59,12 @@ def replay_periodic_from(orders: list, times: tuple[list[float], list[float], li
     return p
 
 
+def longest_run(m: int, m_first: int, q: int) -> int:
+    """The longest truncated run from ``m_first`` on, in steps of ``q`` micro-batches, whose B
+    (``q`` more) costs at most half the iteration's ``m`` (``steady_state.plan``'s rule)."""
+    return m_first + max(0, (m // 2 - q - m_first) // q) * q
+
+
 def past_transient(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
                    m_first: int, m_last: int, q: int) -> int | None:
     """The least length from ``m_first`` on, in steps of ``q`` micro-batches, whose cut
@@ -86,4 +92,4 @@ def past_transient(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | N
     return m_a if m_first < m_a <= m_last else None
 
 
-__all__ = ["SPARE_PERIODS", "past_transient", "replay_periodic_from"]
+__all__ = ["SPARE_PERIODS", "longest_run", "past_transient", "replay_periodic_from"]
