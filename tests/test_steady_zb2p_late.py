@@ -10,7 +10,7 @@ import pytest
 from helpers import assert_same_simulation, pipelined_configs
 
 import trainsim.steady_state as steady
-from trainsim import simulate
+from trainsim import simulate, steady_zb2p
 from trainsim.pricing import Pricer
 from trainsim.steady_zb2p import longest_run, past_transient
 
@@ -74,7 +74,7 @@ def test_late_settlers_are_proven_at_their_own_lengths(monkeypatch, n, max_pp):
         assert_same_simulation(fast, simulate(cfg, keep_timeline=True))
         built.clear()
         with monkeypatch.context() as patch:  # up to the ladder's last rung only
-            patch.setattr(steady, "longest_run", lambda m, first, q: first)
+            patch.setattr(steady_zb2p, "longest_run", lambda m, first, q: first)
             fallbacks += simulate(cfg).simulation["method"] == "full"
         tasks[1] += sum(built)
     assert fallbacks >= 0.75 * len(chosen), (fallbacks, len(chosen))

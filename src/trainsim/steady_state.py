@@ -93,7 +93,7 @@ from trainsim.steady_orders import (  # noqa: F401 - named_plan, inserted_at: th
     named_cut,
     named_plan,
 )
-from trainsim.steady_zb2p import longest_run, past_transient
+from trainsim.steady_zb2p import past_transient
 from trainsim.summary import Summary, add_compute, critical_stage, stage_sums, totals
 from trainsim.twin_graphs import kept_attempt
 from trainsim.workload.schedule import microbatch_group, schedule, torch_warmup
@@ -280,9 +280,7 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
         settling = _settled_from(cfg, pricer, layer_source)
         settles, tries = _zb2p_tries(cfg, tries, *settling)
         if tries:  # from the first length past the timeline's transient, replayed
-            m_a = past_transient(cfg, pricer, layer_source, tries[0].m_a,
-                                 longest_run(cfg.num_microbatches, tries[0].m_a, tries[0].q),
-                                 tries[0].q)
+            m_a = past_transient(cfg, pricer, layer_source, tries[0].m_a, None, tries[0].q)
             if m_a is not None:
                 tries = [Plan(m_a, tries[0].q, 0, 1)] + [t for t in tries if t.m_a > m_a]
     while tries:
