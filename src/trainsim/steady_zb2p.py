@@ -69,32 +69,42 @@ def past_transient(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | N
                    m_first: int, m_last: int | None, q: int) -> int | None:
     """The least length from ``m_first`` on, in steps of ``q`` micro-batches, whose cut
     (``steady_orders.insertion_cut``) has :data:`SPARE_PERIODS` periods of the replay's steady
-    state (:func:`replay_periodic_from` on the orders of ``m_last`` micro-batches, None: the
-    longest run the iteration affords, :func:`longest_run`) before it; None where that is
-    ``m_first`` itself, past ``m_last``, or the replay has not settled by then (the ladder's
-    lengths are tried as they are). zb57: settle56 replayed up to the ladder's last rung only
-    (its lengths double), where 22 of tests/test_steady_zb2p.py's 200 configs' transients
-    ended past it yet within a run the iteration affords (#8: 73 micro-batches of 268, the
-    ladder's last 63): now tried there, every length still proven or refused by the engine."""
-    m_last = longest_run(cfg.num_microbatches, m_first, q) if m_last is None else m_last
+    state (:func:`replay_periodic_from`) before it, that length at most ``m_last`` (None: the
+    longest run the iteration affords, :func:`longest_run`); None where that is ``m_first``
+    itself, past ``m_last``, or the replay has not settled by then (the ladder's lengths are
+    tried as they are). The replay runs the orders of ``m_first`` plus about as many again,
+    then twice as many more, and so on, up to ``m_last``, and stops at the first whose steady
+    state reaches back to such a length: its cost follows the transient, not the iteration.
+
+    zbpeak57: settle56 replayed up to the ladder's last rung only (lengths that double), where
+    22 of tests/test_steady_zb2p.py's 200 configs' transients end past it yet within a run the
+    iteration affords (#8: 73 micro-batches of 268, the ladder's last 63); and replayed the
+    orders of that rung whole (at 16,384 micro-batches, ~8,200 of them)."""
     from trainsim.pipeline import ScheduledPipeline
     from trainsim.workload.pipeline_schedules import zb_2p, zb_w_fraction
     m = cfg.num_microbatches
+    m_last = longest_run(m, m_first, q) if m_last is None else m_last
     times = ScheduledPipeline(_TaskGraph(cfg, pricer, layer_source, 1))._times()
     model = cfg.model
     wf = zb_w_fraction(model.hidden_size, model.num_attention_heads, cfg.training.seq_length)
     pp = cfg.parallel.pp
     found = insertion_cut(zb_2p(pp, m_first, times, wf, m), zb_2p(pp, m_first + q, times, wf, m),
                           q, [_end_passes(m_first, 1, "zb_2p")] * pp)
-    if found is None:
+    if found is None or m_last <= m_first:
         return None
     cut, shift = found
-    p = replay_periodic_from(zb_2p(pp, m_last, times, wf, m), times,
-                             cut + (m_last - m_first) // q * shift, shift)
-    if p is None:
-        return None
-    m_a = m_first + q * max(0, -((cut - p - SPARE_PERIODS * shift) // shift))
-    return m_a if m_first < m_a <= m_last else None
+    periods_last = (m_last - m_first) // q
+    periods = min(periods_last, max(1, m_first // q))
+    while True:  # orders of m_first + periods q micro-batches: a cut ``periods`` shifts on
+        p = replay_periodic_from(zb_2p(pp, m_first + periods * q, times, wf, m), times,
+                                 cut + periods * shift, shift)
+        if p is not None:
+            m_a = m_first + q * max(0, -((cut - p - SPARE_PERIODS * shift) // shift))
+            if m_a <= m_first + periods * q:
+                return m_a if m_a > m_first else None
+        if periods == periods_last:
+            return None
+        periods = min(periods_last, 2 * periods)
 
 
 __all__ = ["SPARE_PERIODS", "longest_run", "past_transient", "replay_periodic_from"]
