@@ -182,7 +182,7 @@ def test_zb_2p_settling_point_is_read_without_a_graph(monkeypatch):
 
     monkeypatch.setattr(steady, "build_graph", counting)
     assert simulate(cfg).simulation["method"] == "steady-state"
-    assert built and min(built) == settled, built
+    assert built and min(built) >= settled, built  # 145: past its replayed transient (zbpeak57)
 
 
 @pytest.mark.slow
