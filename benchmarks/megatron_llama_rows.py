@@ -25,7 +25,14 @@ import mirror_rows
 REPO_DIR = "alibaba+Megatron-LLaMA"
 COMMIT = "25306de"
 CODE = "d2e05b8"
-HEADER = mirror_rows.v2_header()
+HEADER = mirror_rows.v2_header(nic_gbps_per_gpu=["gpus_per_nic"],
+                               note=["attention_dropout", "hidden_dropout", "ddp_bucket_size"])
+# dropout as the example script passed it when the figures were measured: none at d2e05b8
+# (arguments.py's 0.1), 0 from 3850347 (2023-09-18, "Disable dropout"), before e3d671a
+DROPOUT = {"odo": "0", "odo2309": "0.1", "do": "0.1"}
+DROPOUT_COMMIT = "3850347"
+# the OverlappedDistributedOptimizer's code by the commit whose README prints its figures
+VERSION = {"odo": "2023-10-09", "odo2309": "2023-09", "do": "2023-09"}
 GBS, SEQ, TOKENS_10B = 2048, 2048, 10e9
 
 # the 32-GPU table: (column, hours for 10B tokens cell, model TFLOPS cell)
@@ -52,20 +59,25 @@ SCRIPT = (
     "--use-flash-attn (FlashAttention 1: the README lists FlashAttention2 as future work), --bf16, "
     "LLaMA-13B shape: the llama-13b preset, vocab 32000 with --make-vocab-size-divisible-by 1); "
     "gradients in fp32 (overlapped_dist_optimizer.py: accumulate_allreduce_grads_in_fp32 under "
-    "bf16); 4 x 200 Gbps RDMA a machine of 8 read as 100 Gb/s a GPU; framework Megatron-LLaMA "
-    "(Alibaba's fork of Megatron-LM of 2023-05) named as it is: no profile")
+    "bf16; --reduce-bucket-size=4e8: ddp_bucket_size); 4 x 200 Gbps RDMA a machine of 8: 2 GPUs "
+    "a NIC (gpus_per_nic), 100 Gb/s a GPU; framework Megatron-LLaMA (Alibaba's fork of "
+    "Megatron-LM at 2360d73, 2023-05-11): profile megatron-llama")
 OPTIMIZER = {
     "odo": ("--overlapped-distributed-optimizer as of e3d671a (2023-10-09), whose commit set "
-            "these figures: bucketed reduce-scatters on a side stream during the backward and "
-            "the parameters' all-gather overlapped with the forward: options dp_overlap"),
+            "these figures: bucketed reduce-scatters on a side stream during every "
+            "micro-batch's backward and the parameters' all-gather overlapped with the next "
+            "forward: options dp_overlap, version 2023-10-09; dropout 0 (the script since "
+            "3850347, 2023-09-18)"),
     "odo2309": ("--overlapped-distributed-optimizer as first published (d2e05b8, 2023-09-04; "
                 "figures replaced in e3d671a): bucketed reduce-scatters on a side stream during "
-                "the backward, the parameters' all-gather after the step, not overlapped; "
-                "options dp_overlap, which also hides the gather (the format cannot overlap "
-                "one without the other)"),
+                "every micro-batch's backward, the parameters' all-gather after the step, not "
+                "overlapped: options dp_overlap, version 2023-09 (the profile's entry before "
+                "e3d671a); dropout 0.1 (the script at d2e05b8 passes none: arguments.py's "
+                "default)"),
     "do": ("Megatron-LM's --use-distributed-optimizer of 2023: reduce-scatter after the backward, "
            "all-gather after the step, neither overlapped: options fused_kernels only (no "
-           "overlap)"),
+           "overlap); dropout 0.1 (the script at d2e05b8 passes none: arguments.py's default, "
+           "the table unchanged since)"),
 }
 
 
@@ -76,10 +88,12 @@ def _megatron_row(rid: str, section: str, gpus: int, tps: float, opt: str,
     row.update(
         id=rid, source=SOURCE.format(commit=commit, when=WHEN[commit], section=section), model="llama-13b", seq_length=str(SEQ),
         gpu="a100-sxm-80gb", num_gpus=str(gpus), gpus_per_node="8", nic_gbps_per_gpu="100",
+        gpus_per_nic="2", attention_dropout=DROPOUT[opt], hidden_dropout=DROPOUT[opt],
+        ddp_bucket_size="400000000",
         tp="2", pp="1", cp="1", vpp="1", sequence_parallel="1", recompute="selective",
         distributed_optimizer="1", global_batch_size=str(GBS), micro_batch_size="4",
         dtype="bf16", options="fused_kernels" if opt == "do" else "dp_overlap",
-        framework="megatron-llama", framework_version="2023-09", attention="flash1",
+        framework="megatron-llama", framework_version=VERSION[opt], attention="flash1",
         grad_reduce_dtype="fp32", measured_iteration_s=f"{GBS * SEQ / (tps * gpus):.6f}",
         note=f"{printed}; {OPTIMIZER[opt]}; {SCRIPT}")
     return row
@@ -107,7 +121,8 @@ def rows() -> list[dict[str, str]]:
         source=SOURCE.format(commit=COMMIT, when=WHEN[COMMIT],
                              section="Efficiency and Affordability"), model="llama-13b",
         seq_length=str(SEQ), gpu="a100-sxm-80gb", num_gpus="32", gpus_per_node="8",
-        nic_gbps_per_gpu="100", tp="1", pp="1", cp="1", global_batch_size=str(GBS), dtype="bf16",
+        nic_gbps_per_gpu="100", gpus_per_nic="2", tp="1", pp="1", cp="1",
+        global_batch_size=str(GBS), dtype="bf16",
         framework="deepspeed", framework_version="2023-09", attention="flash1",
         options="hf_modules",
         measured_iteration_s=f"{GBS * SEQ / (tps * 32):.6f}",
@@ -116,7 +131,7 @@ def rows() -> list[dict[str, str]]:
               "versions of LLaMA (implemented based on Huggingface and DeepSpeed)' with "
               "FlashAttention enabled (the README links the FlashAttention-1 paper: flash1), "
               "GBS 2048 by gradient accumulation; its ZeRO stage, micro-batch and recompute are "
-              "not stated: left to the tool; 100 Gb/s a GPU as the Megatron-LLaMA rows; "
+              "not stated: left to the tool; 2 GPUs a NIC, 100 Gb/s a GPU, as the Megatron-LLaMA rows; "
               "options hf_modules (the Hugging Face model's own eager modules), no overlap "
               "stated (none assumed, as for an empty cell under the deepspeed profile)"))
     out.append(row)
@@ -158,9 +173,16 @@ def check() -> list[str]:
     script = mirror_rows.show(REPO_DIR, CODE, "examples/LLaMA/LLaMA_13_slurm.sh")
     for phrase in ("TP_SIZE=2", "PP_SIZE=1", "MICRO_BATCH_SIZE=4", "GLOBAL_BATCH_SIZE=2048",
                    "--seq-length 2048", "--recompute-granularity selective", "--use-flash-attn",
-                   "--overlapped-distributed-optimizer", "--sequence-parallel"):
+                   "--overlapped-distributed-optimizer", "--sequence-parallel",
+                   "--reduce-bucket-size=4e8"):
         if phrase not in script:
             bad.append(f"not in LLaMA_13_slurm.sh: {phrase!r}")
+    if "dropout" in script:
+        bad.append(f"LLaMA_13_slurm.sh @ {CODE} sets a dropout: not arguments.py's default")
+    later = mirror_rows.show(REPO_DIR, DROPOUT_COMMIT, "examples/LLaMA/LLaMA_13_slurm.sh")
+    for phrase in ("--attention-dropout 0", "--hidden-dropout 0"):
+        if phrase not in later:
+            bad.append(f"not in LLaMA_13_slurm.sh @ {DROPOUT_COMMIT}: {phrase!r}")
     return bad
 
 

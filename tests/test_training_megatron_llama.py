@@ -2,8 +2,9 @@
 32 / 256 / 512 A100 80GB (alibaba/Megatron-LLaMA README.md @ 25306de, as first published in
 d2e05b8, 2023-09-04). benchmarks/megatron_llama_rows.py writes
 benchmarks/training_megatron_llama.csv. The seconds re-derived from the README, the DeepSpeed
-baseline's unstated ZeRO stage tuned over the stages DeepSpeed runs (the generic checks and each
-row's bound through the no-profile fallback: tests/test_training_files.py)."""
+baseline's unstated ZeRO stage tuned over the stages DeepSpeed runs, the Megatron-LLaMA rows on
+their own profile (mllama57; the generic checks and each row's bound:
+tests/test_training_files.py)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,38 @@ def test_readme_tflops_agree_with_the_hours():
     for rid, tflops in (("mllama2309-llama-13b-a100-32-odo2309", 180),
                         ("mllama2309-llama-13b-a100-32-deepspeed-hf", 146)):
         assert TPS[rid] * flops / 1e12 == pytest.approx(tflops, rel=0.01)
+
+
+def test_optimizers_keep_their_measured_order():
+    """At 256 and 512 GPUs the README's three optimizers run DistributedOptimizer slowest,
+    the first OverlappedDistributedOptimizer (reductions every micro-batch, the gather after
+    the step) next, e3d671a's (the gather under the forward) fastest: the predictions keep
+    that order (mllama57, profile megatron-llama; before it the two overlapped versions were
+    one prediction)."""
+    _, res = validated(FILE)
+    got = {r.id: r for r in res}
+    for gpus in (256, 512):
+        rows = [got[f"mllama2309-llama-13b-a100-{gpus}-{opt}"] for opt in ("do", "odo2309", "odo")]
+        assert rows[0].measured > rows[1].measured > rows[2].measured
+        assert rows[0].predicted > rows[1].predicted > rows[2].predicted, gpus
+
+
+def test_megatron_llama_rows_run_its_profile():
+    """The Megatron-LLaMA rows read profile megatron-llama (not the no-profile fallback), the
+    overlapped ones with every micro-batch's reductions, 2 GPUs a NIC as the README's
+    machines (4 x 200 Gbps for 8 A100)."""
+    from trainsim.validate.training import row_config
+
+    _, res = validated(FILE)
+    for row in training_rows(FILE):
+        if row["framework"] != "megatron-llama":
+            continue
+        r = next(x for x in res if x.id == row["id"])
+        assert r.error is None and "read_as" not in r.extra, (r.id, r.extra.get("read_as"))
+        cfg = row_config(row, r.chosen)
+        assert cfg.cluster.gpus_per_nic == 2
+        assert cfg.parallel.overlap_grad_reduce == (row["options"] == "dp_overlap")
+        assert cfg.parallel.overlap_param_gather == row["id"].endswith("-odo")
 
 
 def test_deepspeed_row_tunes_its_zero_stage_and_fits():

@@ -102,9 +102,10 @@ def test_a_typo_of_a_profile_is_still_no_unknown_framework():
 
 
 def test_a_real_name_built_on_a_profiles_name_is_unknown_not_a_typo():
-    """Alibaba's Megatron-LLaMA, a Megatron-DeepSpeed fork, NeMo-RL: three or more edits from a
-    profile's name, so read by the fallback rather than refused as a misspelling."""
-    for name in ("Megatron-LLaMA", "megatron-deepspeed-ms", "megatron-lm-rocm", "nemo-rl",
+    """A Megatron-DeepSpeed fork, NeMo-RL: three or more edits from a profile's name, so read
+    by the fallback rather than refused as a misspelling (Alibaba's Megatron-LLaMA, 3 from
+    megatron-lm, was one until mllama57 gave it a profile: megatron-llama.yaml)."""
+    for name in ("megatron-deepspeed-ms", "megatron-lm-rocm", "nemo-rl",
                  "megatron-core-moe"):
         assert unprofiled(framework_key(name)), name
 

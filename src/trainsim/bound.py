@@ -304,15 +304,11 @@ def first_gathers_s(graph: _TaskGraph) -> list[float]:
     rank 0's first chunk where its buckets are gathered one by one inside the pass: not
     counted). That forward waits for the last of them, which its stream runs after the
     others: at least their durations summed. 0.0 elsewhere."""
-    from trainsim.catalog.frameworks import profile_supports
-
     p, pp, vpp = graph.p, graph.pp, graph.vpp
     out = [0.0] * pp
     if graph.zero not in (1, 2) or not p.overlap_param_gather or graph.fsdp:
         return out
-    bucketed = p.dp_buckets == "first_chunk" and (
-        vpp == 1 or not profile_supports(graph.cfg, "align_param_gather")) and \
-        graph._bucketed_first_chunk() > 1
+    bucketed = graph.gathers_by_bucket() and graph._bucketed_first_chunk() > 1
     for s in range(1 if bucketed else 0, pp):
         ids: list[int] = []
         per = _appended(graph, lambda: ids.extend(graph.param_gathers(s, 1 / vpp, [], "bound")))  # noqa: B023

@@ -13,7 +13,12 @@ from trainsim.chunks import concat
 from trainsim.pricing import COMPUTE, DP, Priced, interned
 from trainsim.sharded_passes import GATHER_WAIT, grad_reduce, on_gather_links
 from trainsim.workload.ddp_buckets import bucket_ready
-from trainsim.workload.sharding import ddp_bucket_prep, dp_bucket_count, rank_grad_elements
+from trainsim.workload.sharding import (
+    bucket_copy_in,
+    ddp_bucket_prep,
+    dp_bucket_count,
+    rank_grad_elements,
+)
 
 if TYPE_CHECKING:
     from trainsim.chunks import Chunk
@@ -38,6 +43,8 @@ class SplitBackwardTasks:
     fsdp: bool
     gather_once: bool
     sync_every_mb: bool
+    reduce_every_mb: bool
+    grad_bytes: int
     rs_wait: bool
     sends_overlap: bool
     send: Priced
@@ -62,6 +69,11 @@ class SplitBackwardTasks:
         def collective(self, s: int, name: str, kind: str, size: float, group: str,
                        deps: list[int], label: str, count: int = 1) -> tuple[int, int]: ...
 
+        def comm(self, s: int, name: str, kind: str, size: float, group: str, deps: list[int],
+                 label: str, count: int = 1) -> int: ...
+
+        def fixed_buckets(self, params: float) -> int: ...
+
     def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int],
                  alone: bool = True) -> int:
         """A split backward on a stage with data-parallel peers (the ones ``pipeline`` does not
@@ -70,7 +82,7 @@ class SplitBackwardTasks:
         per layer (per bucket) so the gradient reductions start under the layers still to go,
         then its send."""
         i = self._sharded_backward(s, v, chunk, deps, mb, alone) if self.fsdp else \
-            self.split_last_backward(s, v, chunk, deps)
+            self.split_last_backward(s, v, chunk, deps, mb)
         if v == 0:
             return i
         stream = "pp" if self.sends_overlap else "compute"
@@ -206,8 +218,10 @@ class SplitBackwardTasks:
         hit = self._parts[v, lone] = (parts, gathers)
         return hit
 
-    def split_last_backward(self, s: int, v: int, chunk: int, deps: list[int]) -> int:
-        """The last micro-batch's backward, split where gradient buckets become ready."""
+    def split_last_backward(self, s: int, v: int, chunk: int, deps: list[int],
+                            mb: int | None = None) -> int:
+        """The last micro-batch's backward (micro-batch ``mb``'s where every backward reduces,
+        ``reduce_every_mb``), split where gradient buckets become ready."""
         ch = self.lone.chunks[v] if self.lone else self.chunks[v]  # a cool-down backward
         chunk_params = sum(params for params, _, _ in self.groups[s]) / self.vpp
         n_buckets = dp_bucket_count(self.cfg, ch.layers, chunk_params, s, chunk)
@@ -235,12 +249,40 @@ class SplitBackwardTasks:
                 parts.append(prep * (int(k == split - 1) if real == 1 else int(any(shares[k]))))
                 buckets.append(concat(parts))
         ids: list[int] = []
+        name = "last" if mb is None or mb == self.m - 1 else f"mb{mb}"
         for k, bucket in enumerate(buckets):
             ids.append(self.add((s, "compute"), bucket, list(deps) if k == 0 else [ids[-1]],
-                                f"B last c{chunk} part{k}"))
+                                f"B {name} c{chunk} part{k}"))
         self.last_bwd[v] = ids
         self.bucket_shares[v] = self._shares[(v, n_buckets)]
+        if self.reduce_every_mb:
+            self._bucket_reductions(s, v, chunk, name, ids)
         return ids[-1]
+
+    def _bucket_reductions(self, s: int, v: int, chunk: int, name: str,
+                           ready: list[int]) -> None:
+        """Under ``reduce_every_mb``, this backward's buckets reduce-scattered on the data-
+        parallel stream as they become ready, each after its gradients' copy into the bucket
+        there (``workload.sharding.bucket_copy_in``); the step waits for them all
+        (``fsdp_reduce``, which ``optimizer_steps`` reads)."""
+        shares = self.bucket_shares[v]
+        if len(shares) != len(ready):  # a pass not split: the whole chunk
+            shares = None
+        for k, r in enumerate(ready):
+            for params, group, size in self.groups[s]:
+                part = params / self.vpp / len(ready) if shares is None else \
+                    params / self.vpp * shares[k][group == "edp"]
+                if size <= 1 or part <= 0:
+                    continue
+                dep = r
+                copy = bucket_copy_in(self.cfg, part)
+                if copy is not None:
+                    dep = self.add((s, "dp"), self.pricer.compute.time(copy), [r],
+                                   f"grad bucket copy {group} {name} c{chunk} b{k}")
+                self.fsdp_reduce[s].append(self.comm(
+                    s, "grad_reduce", "reduce_scatter", part * self.grad_bytes, group, [dep],
+                    f"grad reduce_scatter {group} {name} c{chunk} b{k}",
+                    self.fixed_buckets(part)))
 
 
 def _around(work: Priced, bwd: Priced) -> tuple[Priced, Priced]:

@@ -50,6 +50,7 @@ class OptimizerTasks:
     tag: int
     zero: int
     fsdp: bool
+    reduce_every_mb: bool
     grad_bytes: int
     tasks: list[Task]
     chunks: dict[int, Chunk]
@@ -180,7 +181,8 @@ class OptimizerTasks:
             # hooks): under the interleaved schedule the last chunk finishes its backward first,
             # so its reduction overlaps the other chunks' last backward passes.
             buckets = []
-            for c in range(0 if self.fsdp else vpp):
+            # (every backward's buckets already reduced as they became ready: fsdp_reduce)
+            for c in range(0 if self.fsdp or self.reduce_every_mb else vpp):
                 ready = self.last_bwd.get(c * pp + s, [last])
                 shares = self.bucket_shares.get(c * pp + s)
                 if shares is not None and len(shares) != len(ready):  # a pass not split

@@ -46,6 +46,7 @@ class PipelineTasks:
     gather_once: bool
     window: int | None
     sync_every_mb: bool
+    reduce_every_mb: bool
     tasks: list[Task]
     tags: list[int]
     chunks: dict[int, Chunk]
@@ -87,8 +88,7 @@ class PipelineTasks:
         first_fwd_deps = {}
         first_wait: dict[int, Priced] = {}  # virtual stage -> wait before its first forward
         if self.zero in (1, 2) and self.p.overlap_param_gather and not self.fsdp:
-            bucketed = self._bucketed_first_chunk() if self.p.dp_buckets == "first_chunk" and (
-                vpp == 1 or not profile_supports(self.cfg, "align_param_gather")) else 1
+            bucketed = self._bucketed_first_chunk() if self.gathers_by_bucket() else 1
             whole = [(s, c) for s in range(pp) for c in range(vpp) if bucketed == 1 or s or c]
             first_fwd_deps = {(s, c): self.param_gathers(s, 1 / vpp, [], f"chunk {c}")
                               for s, c in whole}
@@ -140,6 +140,7 @@ class PipelineTasks:
         # place, so the dict read here sees its entries)
         lone, link_tail, sync_every_mb = self.lone, self.link_tail, self.sync_every_mb
         split_fsdp = self.fsdp and not self.gather_once
+        every_mb = self.reduce_every_mb  # each backward reduces its buckets (last_backward)
 
         def place(spec: tuple, deps: list[int], label: str, tag: int) -> int:
             """Add a pass and its send; returns the task its receiver waits on."""
@@ -224,7 +225,8 @@ class PipelineTasks:
                             deps = [*deps, len(tasks) - 1]
                         # ZeRO-3 / FSDP reduce each micro-batch's gradients per unit as its
                         # backward goes (the split pass): every backward but under no-sync
-                        if slow_bwd[s] and (mb == last_mb or sync_every_mb or split_fsdp):
+                        if slow_bwd[s] and (mb == last_mb or sync_every_mb or split_fsdp
+                                            or every_mb):
                             self.tag = k
                             sent_b[at] = self.backward(s, v, mb, chunk, deps,
                                                        alone=mb == last_mb or bool(
@@ -270,6 +272,16 @@ class PipelineTasks:
         if waits is not None:
             copies = self._memo[("unshard", chunk * self.pp + s)][1]
             self.add(compute, copies, waits, f"FSDP UNSHARD wait + copy-out chunk {chunk}")
+
+    def gathers_by_bucket(self) -> bool:
+        """Whether pipeline rank 0's first chunk is gathered bucket by bucket inside its first
+        forward under overlap_param_gather: Megatron-core's DDP (``dp_buckets: first_chunk``)
+        unless the interleaved schedule aligns the gathers (profile align_param_gather), and
+        a stack that buckets every chunk (``every_chunk``: Megatron-LLaMA's forward pre-hooks
+        wait on each leaf module's bucket, e3d671a; its later stages are priced waiting for
+        the whole chunk)."""
+        return self.p.dp_buckets in ("first_chunk", "every_chunk") and (
+            self.vpp == 1 or not profile_supports(self.cfg, "align_param_gather"))
 
     def _bucketed_first_chunk(self) -> int:
         """Buckets of pipeline rank 0's first chunk under Megatron-core's DDP (see

@@ -72,6 +72,7 @@ from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-e
     fsdp_grad_bytes,
     fsdp_per_unit,
     fsdp_pp_mode,
+    reduces_every_microbatch,
 )
 
 _param_split = per_config(stage_param_split)
@@ -150,6 +151,10 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
         # reduce-scatter input buffer; _fsdp_param_group.py, sources in torchtitan.yaml), so a
         # unit's backward starts only once the reduce-scatter two units before it has ended
         self.rs_wait = self.fsdp and profile_supports(cfg, "fsdp2_reduce_scatter_wait")
+        # profile ``dp_reduce_every_microbatch``: the distributed optimizer's gradient hooks
+        # reduce-scatter every micro-batch's buckets as its backward makes them ready, not the
+        # last micro-batch's only (workload.sharding ``reduces_every_microbatch``)
+        self.reduce_every_mb = reduces_every_microbatch(cfg, self.fsdp)
         # Megatron's scatter-gather optimisation: each TP rank sends 1/tp of the activation
         # (DeepSpeed's PipelineEngine too: PartitionedTensor over the TP group).
         act_bytes = sh.tokens * cfg.model.hidden_size * 2 / p.tp

@@ -60,9 +60,9 @@ TYPO_EDITS = 2
 """A framework name within this many single-letter edits (insert, delete, substitute, swap of
 two neighbours) of a profile's name is read as its misspelling (``megatorn-lm``, ``deepsped``,
 ``torchtittan``), not as another framework: two slips of the keyboard. Real names built on a
-profile's name lie further (``megatron-llama``, Alibaba's Megatron-LLaMA: 3 from megatron-lm;
-``megatron-deepspeed-ms``: 3; ``megatron-core-moe``: 4), which a similarity ratio of 0.8 called
-misspellings."""
+profile's name lie further (``megatron-llama``, Alibaba's Megatron-LLaMA: 3 from megatron-lm,
+a profile of its own since the 57th session; ``megatron-deepspeed-ms``: 3;
+``megatron-core-moe``: 4), which a similarity ratio of 0.8 called misspellings."""
 
 
 def _edits(a: str, b: str) -> int:

@@ -208,6 +208,21 @@ def fsdp_per_unit(cfg: RunConfig, zero: int) -> bool:
                                        or fsdp2_copies.applies(cfg))
 
 
+def reduces_every_microbatch(cfg: RunConfig, fsdp: bool) -> bool:
+    """Whether every micro-batch's backward, not the last one's alone, reduce-scatters its
+    gradient buckets as they become ready (profile ``dp_reduce_every_microbatch``): a sharded
+    optimizer whose gradient hooks have no no-sync, under the gradient-reduce overlap, on
+    data-parallel peers, outside ZeRO-3 / FSDP's per-unit path (``fsdp``), which reduces every
+    micro-batch its own way. Alibaba's Megatron-LLaMA OverlappedDistributedOptimizer
+    (megatron-llama.yaml): its ``_grad_hook`` copies each gradient into its bucket and
+    reduce-scatters a full bucket on a side stream in every backward, and its
+    ``backward_epilogue`` adds the reduced shard into the accumulated one after each."""
+    p = cfg.parallel
+    return (not fsdp and p.overlap_grad_reduce and cfg.shard_ranks > 1
+            and p.effective_zero_stage in (1, 2) and p.data_parallel_impl == "megatron"
+            and profile_supports(cfg, "dp_reduce_every_microbatch"))
+
+
 def fsdp_pp_mode(cfg: RunConfig) -> str | None:
     """How the run's ZeRO-3 / FSDP units behave under pipelining, as its framework profile
     says: ``"unsharded"`` (``fsdp_pp_unsharded``: torchtitan, gathered once per chunk and step,
@@ -298,9 +313,28 @@ def ddp_bucket_prep(cfg: RunConfig, params: float) -> list[Op]:
         ops.append(Elementwise("grad_bucket_norm", bytes=grad, kernels=2))
         ops += [Elementwise("grad_bucket_isnan_to_host", bytes=0.0, kernels=1, host_sync=True)
                 for _ in range(1 if syncs is None else int(syncs))]
-    if cfg.dp > 1 and framework_supports(t.framework, t.framework_version, "ddp_grad_scale"):
+    # (Megatron-LLaMA's overlapped optimizer divides its reduced shard instead, L148)
+    if cfg.dp > 1 and framework_supports(t.framework, t.framework_version, "ddp_grad_scale") \
+            and not reduces_every_microbatch(cfg, False):
         ops.append(Elementwise("grad_bucket_scale", bytes=2 * grad))
     return ops
+
+
+def bucket_copy_in(cfg: RunConfig, params: float) -> Elementwise | None:
+    """The copy of ``params`` weight gradients into their reduce bucket before its collective,
+    on the collective's stream, where the profile has ``dp_reduce_every_microbatch`` (None
+    elsewhere): Megatron-LLaMA's ``Bucket.collect_param_grad`` casts each 16-bit ``param.grad``
+    to the reduce dtype (``param.grad.to(self._grad_dtype)``, a tensor of its own) and copies it
+    into the bucket (``target.copy_(grad)``), then drops the gradient (alibaba/Megatron-LLaMA@
+    d2e05b8 megatron/optimizer/overlapped_dist_optimizer.py L114-132): read 2 + write r, then
+    read r + write r bytes an element (r the reduce width; one copy where the dtypes agree)."""
+    if params <= 0 or not profile_supports(cfg, "dp_reduce_every_microbatch"):
+        return None
+    grad = 2  # the 16-bit parameters' gradients (fp32 parameters are not this path)
+    width = 4 if cfg.training.grad_reduce_in_fp32 else 2
+    per = grad + width + (2 * width if width != grad else 0)
+    return Elementwise("grad_bucket_copy_in", bytes=per * params,
+                       kernels=2 if width != grad else 1)
 
 
 def bucket_params(cfg: RunConfig) -> float:
