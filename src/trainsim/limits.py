@@ -152,8 +152,11 @@ def pass_tasks(cfg: RunConfig, microbatches: int | None = None) -> float:
     the run's): a task per pass, and under ZeRO-3 / FSDP with data-parallel peers (every
     backward reduced per unit: ``simulator``, unless profile ``fsdp_pp_unsharded`` defers the
     reduction to the chunk's last backward) the tasks each split backward adds."""
-    from trainsim.workload.sharding import fsdp_per_unit, fsdp_pp_mode  # workload.ops imports
-    # this module
+    from trainsim.workload.sharding import (  # workload.ops imports this module
+        fsdp_per_unit,
+        fsdp_pp_mode,
+        reduces_every_microbatch,
+    )
 
     p = cfg.parallel
     m = cfg.num_microbatches if microbatches is None else microbatches
@@ -171,6 +174,12 @@ def pass_tasks(cfg: RunConfig, microbatches: int | None = None) -> float:
             p.data_parallel_impl in ("fsdp1", "deepspeed")) + (
             p.effective_zero_stage >= 3 and fsdp_pp_mode(cfg) in (None, "regather"))
         tasks += m * (per_part * (layers + chunks) + chunks)
+    elif reduces_every_microbatch(cfg, False):
+        # every backward split where its buckets become ready (at most a part a layer, and
+        # the chunk's ends), each bucket's copy-in and reduce-scatter of each group after it
+        # (``last_backward.SplitBackwardTasks._bucket_reductions``)
+        parts = cfg.model.num_layers + cfg.model.mtp_num_layers + p.pp * p.vpp
+        tasks += m * parts * (1 + 2 * (1 + cfg.model.is_moe))
     return tasks
 
 
