@@ -220,6 +220,7 @@ def reduces_every_microbatch(cfg: RunConfig, fsdp: bool) -> bool:
     p = cfg.parallel
     return (not fsdp and p.overlap_grad_reduce and cfg.shard_ranks > 1
             and p.effective_zero_stage in (1, 2) and p.data_parallel_impl == "megatron"
+            and p.zero1_grad_reduce != "all_reduce"
             and profile_supports(cfg, "dp_reduce_every_microbatch"))
 
 
