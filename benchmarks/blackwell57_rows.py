@@ -39,6 +39,8 @@ from collections import defaultdict
 from multiprocessing import Pool
 from pathlib import Path
 
+from blackwell_work import is_moe
+
 HERE = Path(__file__).resolve().parent
 STEP = 0.10
 SM100 = ("b200-sxm-180gb", "b200-sxm-180gb-750w", "gb200")
@@ -90,16 +92,6 @@ def _predict(row: dict[str, str]) -> tuple[str, float, float]:
         except Exception:  # noqa: BLE001 (a row the model refuses)
             return row["_key"], float("nan"), float("nan")
     return row["_key"], res.measured, float("nan") if res.predicted is None else res.predicted
-
-
-def is_moe(r: dict[str, str]) -> bool:
-    from trainsim import catalog
-    if r.get("num_experts") and int(float(r["num_experts"])) > 1:
-        return True
-    try:
-        return (catalog.model(r["model"]).num_experts or 0) > 1
-    except Exception:  # noqa: BLE001 (a model spelled out in the row only)
-        return False
 
 
 def rows() -> list[dict[str, str]]:
