@@ -4,19 +4,24 @@ nvcr.io/nvidia/nemo:25.04 containers on GB200 NVL72 and DGX H100 (Llama 3.1 405B
 15B / 340B, DeepSeek-V3 671B), and v25.05.05 (c5c765f, 2025-10-22) for the one DeepSeek-V3
 column it added (512 H100). Every figure is typed from the README line cited in the row; the
 layouts are the release's launch.sh and the NeMo commit its setup.sh checks out (see
-training_dgxc2505.md). Usage: python benchmarks/dgxc2505_rows.py > benchmarks/training_dgxc2505.csv
+training_dgxc2505.md). Usage: python benchmarks/dgxc2505_rows.py > benchmarks/training_dgxc2505.csv;
+``--check`` re-reads the DeepSeek-V3 launch.sh's expert-TP lines from the mirror.
 """
 
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mirror_rows
 
-HEADER = mirror_rows.v2_header(note=["attention_dropout", "hidden_dropout"])
+HEADER = mirror_rows.v2_header(ep=["etp"], note=["attention_dropout", "hidden_dropout"])
+# the DeepSeek-V3 launch.sh sets ETP=1 in its h100 and gb200 branches and passes it as
+# --expert_tensor_parallel_size (NeMo's perf script: the strategy's expert_tensor_parallel_size;
+# unset it would be Megatron-core's default, TP): (release commit, ETP=1 lines, the flag's line)
+LAUNCH = "deepseek_v3/pretraining/launch.sh"
+ETP_LINES = {"68eaf7e117": (100, 113, 132), "c5c765f": (104, 117, 136)}
 
 REPO = "NVIDIA/dgxc-benchmarking"
 REL = {"v25.05": "@ 68eaf7e117 (release v25.05, committed 2025-06-10)",
@@ -170,6 +175,8 @@ def deepseek() -> list[dict]:
         first, last = mid - 1, mid - 2
         assert first + last + mid * (pp - 2) == 61
         name = "H100" if gpu.startswith("h100") else "GB200"
+        commit = REL[rel].split()[1]
+        etp_line, flag_line = ETP_LINES[commit][0 if name == "H100" else 1], ETP_LINES[commit][2]
         out.append(row(
             id=f"dgxc2505-deepseek-v3-bf16-{name.lower()}-{gpus}", model="deepseek-v3",
             source=(f"{REPO} deepseek_v3/pretraining/README.md {REL[rel]}, 'Expected Performance' "
@@ -177,13 +184,15 @@ def deepseek() -> list[dict]:
                     "step)'; layout from the README's configuration table and "
                     "deepseek_v3/pretraining/launch.sh"),
             seq_length=4096, gpu=gpu, num_gpus=gpus, gpus_per_node=64 if name == "GB200" else 8,
-            nic_gbps_per_gpu=400, tp=tp, pp=pp, cp=1, ep=ep, vpp=1, sequence_parallel=1,
+            nic_gbps_per_gpu=400, tp=tp, pp=pp, cp=1, ep=ep, etp=1, vpp=1, sequence_parallel=1,
             recompute="selective", recompute_modules="" if rm == "core_attn" else rm,
             global_batch_size=gbs, micro_batch_size=1, dtype="bf16", options=f"dp_overlap;{PAO}",
             pipeline_layout=f"first:{first},last:{last}", moe_dispatcher="alltoall",
             moe_capacity_factor="1.0", measured_iteration_s=t,
             note=(f"{measured(t, tps, 4096, gbs)}; column '{gpus}x {name} GPUs'; layout TP {tp}, PP {pp}, "
-                  f"EP {ep}, ETP 1, VP 1, CP 1, MBS 1, GBS {gbs} = GPUs x 8 (launch.sh); run by "
+                  f"EP {ep}, ETP 1 (launch.sh @{commit} L{etp_line} 'ETP=1', L{flag_line} "
+                  "'--expert_tensor_parallel_size $ETP'), VP 1, CP 1, MBS 1, "
+                  f"GBS {gbs} = GPUs x 8 (launch.sh); run by "
                   "deepseek_v3/pretraining/launch.sh (DTYPE=bf16: 'fp8 not supported currently'): "
                   "scripts.performance.llm.pretrain_deepseek_v3 of NVIDIA/NeMo 7a8f1cc7bc (setup.sh "
                   "NEMO_COMMIT; Megatron-LM 7094270c6f) in nvcr.io/nvidia/nemo:25.04.01: selective "
@@ -208,11 +217,24 @@ def deepseek() -> list[dict]:
     return out
 
 
+def rows() -> list[dict]:
+    return llama() + nemotron() + deepseek()
+
+
+def check() -> list[str]:
+    """Differences between ``ETP_LINES`` and the mirror's launch.sh (empty: none)."""
+    bad = []
+    for commit, (h100, gb200, flag) in ETP_LINES.items():
+        text = mirror_rows.show("NVIDIA+dgxc-benchmarking", commit, LAUNCH).splitlines()
+        for line, want in ((h100, "ETP=1"), (gb200, "ETP=1"),
+                           (flag, "--expert_tensor_parallel_size $ETP")):
+            if want not in text[line - 1]:
+                bad.append(f"{LAUNCH} @{commit} line {line}: no {want!r}")
+    return bad
+
+
 def main() -> None:
-    w = csv.DictWriter(sys.stdout, fieldnames=HEADER, lineterminator="\n")
-    w.writeheader()
-    for r in llama() + nemotron() + deepseek():
-        w.writerow(r)
+    mirror_rows.main(rows, HEADER, check, "expert-TP lines as in the mirror")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import mirror_rows
 
 REPO_DIR = "yanring+Megatron-MoE-ModelZoo"
 
-HEADER = mirror_rows.v2_header(moe_capacity_factor=["cuda_graph_scope"])
+HEADER = mirror_rows.v2_header(ep=["etp"], moe_capacity_factor=["cuda_graph_scope"])
 REPO = "yanring/Megatron-MoE-ModelZoo"
 README = "best_practice/qwen3/readme.md"
 C_H100 = "798dfb5"  # 2026-05-13, the readme's last change; the H100 tables as first set at 8017e11 / b0b92ff
@@ -162,6 +162,20 @@ GB_TABLE = [
     ("020b813", 91, "GB300", 4096, 64, "MXFP8", 1, 4, 1, 1, 32, 2, 8192, 974, "",
      "PR=mxfp8 MBS=2 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True NCCL_GRAPH_REGISTER=0 DISPATCHER=hybridep SEGMENT=8 A2A_OVERLAP=0 TP=1 PP=4 VPP=1 EP=32 NNODES=64 GBS=8192 bash ./sbatch_benchmarking.sh --moe-router-force-load-balancing --cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router moe_preprocess"),
 ]
+# expert TP: the model yaml every command reads (sbatch_benchmarking.sh MODEL=Qwen3-235B-A22B)
+# states --expert-tensor-parallel-size 1 at each commit the rows cite (readme column ETP 1 for
+# the H100 4k table; no ETP column in the long-context and GB tables): (commit, yaml line)
+YAML = "model_configs/benchmarking/Qwen3-235B-A22B.yaml"
+ETP_LINES = {"8017e11": 21, "b0b92ff": 21, "798dfb5": 22, "020b813": 22}
+ETP_CELL = "  --expert-tensor-parallel-size: 1"
+ETP_NOTE = ("; etp 1: {yaml} @{commit} L{line} '--expert-tensor-parallel-size: 1' (Megatron-LM's "
+            "own default would be TP)")
+
+
+def _etp_note(commit: str) -> str:
+    return ETP_NOTE.format(yaml=YAML, commit=commit, line=ETP_LINES[commit])
+
+
 # rows of those tables not in the CSV, with why (also in training_moe_modelzoo.md)
 LEFT_OUT = {
     "H100 Next-80B-A3B (line 20)": "Qwen3-Next: gated DeltaNet linear-attention layers "
@@ -225,7 +239,7 @@ def h100_rows() -> list[dict]:
                    f"examples/qwen3/readme.md @ 8017e11, 2025-05-27), 'Performance Results / H100', "
                    f"line {line}",
             model="qwen3-235b-a22b", seq_length=4096, gpu="h100-sxm-80gb", num_gpus=256,
-            gpus_per_node=8, nic_gbps_per_gpu=400, tp=tp, pp=pp, cp=cp, ep=ep,
+            gpus_per_node=8, nic_gbps_per_gpu=400, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp,
             vpp=vpp if pp > 1 else "", sequence_parallel=1 if tp > 1 else 0,
             recompute=recompute, recompute_modules=modules,
             zero_stage=3 if fsdp == "On" else 1, distributed_optimizer=1,
@@ -260,7 +274,7 @@ def h100_rows() -> list[dict]:
                f"{floors[1]:.2f} s" if contradicted else "")
             + ("; dispatcher alltoall as the table says (the yaml's default is flex/DeepEP)"
                if disp == "A2A" else "")
-            + (PP_OVERLAP if "pp_overlap" in opts else ""))
+            + (PP_OVERLAP if "pp_overlap" in opts else "") + _etp_note("8017e11"))
         out.append(r)
     return out
 
@@ -278,7 +292,7 @@ def long_rows() -> list[dict]:
                    f"best_practice/Qwen3/readme.md @ b0b92ff, 2025-11-04), 'Long Context', "
                    f"line {line}",
             model="qwen3-235b-a22b", seq_length=seq, gpu="h100-sxm-80gb", num_gpus=gpus,
-            gpus_per_node=8, nic_gbps_per_gpu=400, tp=tp, pp=pp, cp=cp, ep=ep, vpp=vpp,
+            gpus_per_node=8, nic_gbps_per_gpu=400, tp=tp, pp=pp, cp=cp, ep=ep, etp=1, vpp=vpp,
             sequence_parallel=1, recompute="selective", recompute_modules="layernorm;moe",
             zero_stage=1, distributed_optimizer=1, global_batch_size=gbs, micro_batch_size=1,
             dtype="bf16", options=";".join(["dp_overlap", *_pp_overlap(pp, vpp)]),
@@ -293,7 +307,7 @@ def long_rows() -> list[dict]:
             f"command: {LONG_COMMAND}; yaml @b0b92ff as the 4k rows (distributed optimizer, "
             "grad/param overlap, sequence parallel, account for embedding and loss); no "
             "--tp-comm-overlap (sbatch added it for bf16 on 2025-12-16, b09773a); cp_comm_type "
-            "empty = Megatron's default p2p" + PP_OVERLAP)
+            "empty = Megatron's default p2p" + PP_OVERLAP + _etp_note("b0b92ff"))
         out.append(r)
     return out
 
@@ -320,7 +334,7 @@ def gb_rows() -> list[dict]:
                f"-tp{tp}pp{pp}ep{ep}",
             source=f"{REPO} {README} @ {commit} ({C_GB[commit]}), '{gpu}' table, line {line}",
             model="qwen3-235b-a22b", seq_length=seq, gpu=gpu.lower(), num_gpus=gpus,
-            gpus_per_node=segment * 4, tp=tp, pp=pp, cp=cp, ep=ep, vpp=vpp if pp > 1 else "",
+            gpus_per_node=segment * 4, tp=tp, pp=pp, cp=cp, ep=ep, etp=1, vpp=vpp if pp > 1 else "",
             sequence_parallel=1 if tp > 1 else 0,
             recompute="selective" if sel else "none", recompute_modules="layernorm;moe_act" if sel else "",
             zero_stage=1, distributed_optimizer=1, global_batch_size=gbs, micro_batch_size=mbs,
@@ -346,7 +360,7 @@ def gb_rows() -> list[dict]:
             + ("; published as GB300 at 020b813 (2026-03-10), relabelled GB200 at 798dfb5"
                if seq > 4096 else "")
             + ("; replaced at 798dfb5 by the 16-node row" if commit == "020b813" else "")
-            + (PP_OVERLAP if "pp_overlap" in opts else ""))
+            + (PP_OVERLAP if "pp_overlap" in opts else "") + _etp_note(commit))
         out.append(r)
     return out
 
@@ -398,6 +412,9 @@ def check() -> list[str]:
     for line, cmd in H100_COMMANDS.items():
         if cmd not in run:
             bad.append(f"H100 line {line}: command not in run_235b.sh @8017e11")
+    for commit, line in ETP_LINES.items():
+        if _show(commit, YAML).splitlines()[line - 1] != ETP_CELL:
+            bad.append(f"{YAML} @{commit} line {line}: not {ETP_CELL.strip()!r}")
     return bad
 
 
