@@ -280,6 +280,11 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
         v = _cell(row, col)
         if v is not None:
             raw[sec][key] = v
+    if "moe_capacity_factor" in model:
+        # format v2: "a number = token dropping at that capacity with padded, static shapes"
+        # (validation README): Megatron-core's moe_pad_expert_input_to_capacity (default False),
+        # which every capacity row's run sets (NeMo's MegatronTokenDropCallback default True)
+        model["moe_pad_expert_input_to_capacity"] = True
     if stated:  # a row's own options are checked before its framework is read
         profile = row_profile(row)
     if parallel.get("overlap_param_gather") and profile is not None and \
