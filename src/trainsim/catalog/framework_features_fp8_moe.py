@@ -50,6 +50,10 @@ FP8_MOE_FEATURES: dict[str, Callable[[Any], str | None]] = {
     "moe_deepep_permute_pads": _nullable(_bool),
     "moe_te_permute_maps": _nullable(_bool),  # TE >= 2.6 permute kernels (workload.moe_dispatch)
     "moe_router_force_balance": _nullable(_bool),  # random router logits (workload.moe_router)
+    # an expert tensor parallelism the run leaves unset is the TP (Megatron-core >= 0.10
+    # ModelParallelConfig: expert_tensor_parallel_size None -> tensor_model_parallel_size; 0.9
+    # splits each expert over TP): validate.row_settings reads an empty etp cell so
+    "moe_etp_unset_is_tp": _nullable(_bool),
     # the Megatron-core a run is built on computes the shared experts in combined 1F1B's
     # attention node (core_v0.16.0 on: fine_grained_callables.py submodule_attn_forward), not in
     # its MLP node (core_v0.14-v0.15 submodule_moe_forward); null: the MLP node (ep_pairs)

@@ -126,7 +126,8 @@ COLUMN_FIELDS = {
     # the framework's default for the recipe
     "fp8_param_gather": ("training", "fp8_param_gather"),
     # tensor parallelism inside each expert (Megatron-core --expert-tensor-parallel-size, NeMo 2
-    # perf scripts -et / etp_size): an optional column beyond format v2, empty or absent = 1
+    # perf scripts -et / etp_size): an optional column beyond format v2, empty or absent = 1, or
+    # the TP where the row's framework leaves it to Megatron-core (``moe_etp_unset_is_tp``)
     "etp": ("parallel", "expert_tensor_parallel_size"),
     # GPUs behind one NIC where the source's machines have fewer NICs than GPUs (InternEvo's
     # 4 x 100 Gb RoCE for 8 A100, DGX-1's 4 EDR ports): an optional column beyond format v2,
@@ -210,6 +211,14 @@ def _near_preset(name: str) -> None:
                       TrainsimWarning, stacklevel=3)
 
 
+def _is_moe(model: dict[str, Any]) -> bool:
+    """Whether the raw model (a preset, with the row's cells over it) has routed experts."""
+    experts = model.get("num_experts")
+    if experts is None and "preset" in model:
+        experts = model_dict(model["preset"]).get("num_experts")
+    return int(experts or 0) > 1
+
+
 def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
     """Raw config of a row plus the candidate values of each unknown (empty) cell."""
     model: dict[str, Any] = {"preset": row["model"]}
@@ -287,6 +296,10 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
         model["moe_pad_expert_input_to_capacity"] = True
     if stated:  # a row's own options are checked before its framework is read
         profile = row_profile(row)
+    if _cell(row, "etp") is None and _cell(row, "tp") is not None and profile is not None \
+            and profile.features.get("moe_etp_unset_is_tp") and _is_moe(model):
+        # an expert TP the run left unset: the framework's, the TP (``moe_etp_unset_is_tp``)
+        parallel["expert_tensor_parallel_size"] = row["tp"]
     if parallel.get("overlap_param_gather") and profile is not None and \
             overlap_stages(profile, "overlap_param_gather") == ():
         # dp_overlap's gather half where the framework overlaps no parameter gather at any
