@@ -46,12 +46,13 @@ def test_file_is_the_tables_and_launch_sh():
 
 def test_etp_column_reaches_the_config():
     """The etp cell is Megatron's expert_tensor_parallel_size: the GB200 rows run with expert TP
-    4, and without the cell (expert TP 1: each GPU holds whole 32768-wide experts) the same row
-    needs more memory than the GB200 has (152.6 against 242.6 GiB at 128 bf16 GPUs on
-    2026-11-28)."""
+    4, and with expert TP 1 (each GPU holds whole 32768-wide experts) the same row needs more
+    memory than the GB200 has (152.6 against 242.6 GiB at 128 bf16 GPUs on 2026-11-28). An empty
+    cell is NeMo's default, the TP (profile ``moe_etp_unset_is_tp``, etp57): 4 here too."""
     row = _rows()[GEN.row_id("gb200", "bf16", 128)]
     assert row_config(row).parallel.etp == 4
-    blank = {**row, "etp": ""}
+    assert row_config({**row, "etp": ""}).parallel.etp == 4
+    blank = {**row, "etp": "1"}
     assert row_config(blank).parallel.etp == 1
     stated, unstated = predict_training_row(row), predict_training_row(blank)
     assert stated.fits_in_memory and not unstated.fits_in_memory
