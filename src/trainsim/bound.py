@@ -84,6 +84,8 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
     folded, own = (0.0, send) if graph.sends_overlap else (send, 0.0)
     f_on = [graph.work[v][0].duration_s + (folded if v < nv - 1 else 0.0) for v in range(nv)]
     b_own = backward_work(graph)
+    if graph.deferral:  # some last-stage backwards run without the output layer's wgrad
+        b_own[-1] = min(b_own[-1], graph.deferral.chunk.bwd.duration_s)
     b_on = [b_own[v] + (folded if v > 0 else 0.0) for v in range(nv)]
     f_sent = [own if v < nv - 1 else 0.0 for v in range(nv)]
     b_sent = [own if v > 0 else 0.0 for v in range(nv)]

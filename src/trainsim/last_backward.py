@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from trainsim.chunks import Chunk
     from trainsim.combined_1f1b import LonePasses
     from trainsim.config import ParallelConfig, RunConfig
+    from trainsim.deferred_wgrad import Deferral
     from trainsim.engine import Task
     from trainsim.pricing import Pricer
 
@@ -57,7 +58,8 @@ class SplitBackwardTasks:
     last_bwd: dict[int, list[int]]
     bucket_shares: dict[int, tuple[tuple[float, float], ...]]
     lone: LonePasses | None
-    _splits: dict[tuple[int, int], list[Priced]]
+    _splits: dict[tuple[int, int, bool], list[Priced]]
+    deferral: Deferral | None
     _shares: dict[tuple[int, int], tuple[tuple[float, float], ...]]
     _memo: dict
     _parts: dict[tuple[int, bool], tuple[list[Priced], list[float] | None]]
@@ -223,9 +225,13 @@ class SplitBackwardTasks:
         """The last micro-batch's backward (micro-batch ``mb``'s where every backward reduces,
         ``reduce_every_mb``), split where gradient buckets become ready."""
         ch = self.lone.chunks[v] if self.lone else self.chunks[v]  # a cool-down backward
+        deferred = self.deferral is not None and self.deferral.n == self.m and \
+            v == len(self.chunks) - 1  # its output layer's weight gradient left to the drain
+        if deferred:
+            ch = self.deferral.chunk  # type: ignore[union-attr]
         chunk_params = sum(params for params, _, _ in self.groups[s]) / self.vpp
         n_buckets = dp_bucket_count(self.cfg, ch.layers, chunk_params, s, chunk)
-        buckets = self._splits.get((v, n_buckets))
+        buckets = self._splits.get((v, n_buckets, deferred))
         if buckets is None:
             ranges = self.cfg.virtual_ranges
             # Megatron's buckets, where the backward makes them ready (one: the whole chunk)
@@ -239,7 +245,7 @@ class SplitBackwardTasks:
             real = 1 if n_buckets == 1 or not self.p.overlap_grad_reduce else \
                 sum(1 for share in shares if any(share))
             prep = self.pricer.price(ddp_bucket_prep(self.cfg, chunk_params / real))
-            buckets = self._splits[(v, n_buckets)] = []
+            buckets = self._splits[(v, n_buckets, deferred)] = []
             for k in range(split):
                 parts = list(ch.bwd_layers[bounds[k]:bounds[k + 1]])
                 if k == 0:

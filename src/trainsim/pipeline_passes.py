@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.combined_1f1b import beside_forward, lone_pass_specs, unpaired_bounds
 from trainsim.engine import Task
+from trainsim.optimizer_tasks import AFTER
 from trainsim.pricing import DP, Priced, interned
 from trainsim.sharded_passes import chunk_unshard
 from trainsim.workload.schedule import (
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from trainsim.chunks import Chunk
     from trainsim.combined_1f1b import LonePasses
     from trainsim.config import ParallelConfig, RunConfig
+    from trainsim.deferred_wgrad import Deferral
     from trainsim.pricing import Pricer
 
 
@@ -56,6 +58,8 @@ class PipelineTasks:
     link_tail: dict[int, int]
     lone: LonePasses | None
     first_bwd: dict[int, tuple]
+    deferral: Deferral | None
+    last_bwd: dict[int, list[int]]
     """Per virtual stage, the work its first backward leads with (TE's weight transposes)."""
     _memo: dict
 
@@ -134,6 +138,11 @@ class PipelineTasks:
         pp, vpp, last_v = self.pp, self.vpp, self.pp * self.vpp - 1
         first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd = self.pass_specs()
         last_mb = self.m - 1
+        # the first micro-batches' last-stage backwards without the output layer's wgrad
+        deferred = self.deferral
+        n_deferred = deferred.n if deferred else 0
+        deferred_spec = self._pass_spec(last_v % pp, deferred.chunk.bwd, last_v > 0) \
+            if deferred else None
         tasks, tags = self.tasks, self.tags
         add_task, add_tag = tasks.append, tags.append
         # read once: the loop below runs per pass (the split backward adds to link_tail in
@@ -238,6 +247,8 @@ class PipelineTasks:
                             # virtual stage's forward there (else beside_forward keeps spec)
                             if lone and k <= last_f[s] and vpp > 1:
                                 spec = beside_forward(self, spec, v, order, k)
+                            if mb < n_deferred and v == last_v:
+                                spec = deferred_spec
                             sent_b[at] = place(spec, deps, label_b[chunk][mb], k)
                     k += 1
                 if k != k0:
@@ -246,6 +257,21 @@ class PipelineTasks:
                     progressed = True
             if not progressed:  # pragma: no cover - schedules are deadlock-free by construction
                 raise RuntimeError("pipeline schedule has a cycle")
+        if deferred:
+            self._drain(deferred.drain, last_v)
+
+    def _drain(self, drain: Priced, last_v: int) -> None:
+        """The deferred output-layer weight gradients, on the last stage's compute stream after
+        its last pass; the bucket that holds the output weight is reduced after it
+        (``deferred_wgrad``)."""
+        s = last_v % self.pp
+        last = next(i for i in range(len(self.tasks) - 1, -1, -1)
+                    if self.tasks[i].stream == (s, "compute"))
+        self.tag = AFTER
+        i = self.add((s, "compute"), drain, [last], "deferred output-layer wgrad drain")
+        ready = self.last_bwd.get(last_v)
+        if ready:  # the head's bucket: the first its split backward makes ready
+            self.last_bwd[last_v] = [i, *ready[1:]]
 
     def _unshard(self, s: int, chunk: int, gather: tuple[int, ...],
                  pending: dict[int, list[int]]) -> None:

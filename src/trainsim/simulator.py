@@ -13,6 +13,7 @@ from trainsim.catalog.framework_rules import sends_overlap
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import Chunk, LayerSource
 from trainsim.config import RunConfig
+from trainsim.deferred_wgrad import deferral, partial_deferral
 from trainsim.engine import Task, gc_paused, run
 from trainsim.errors import ConfigError
 from trainsim.last_backward import SplitBackwardTasks
@@ -108,6 +109,8 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
             shared["chunks"] = shared_chunks(cfg, pricer, sh, layer_source)
         self.chunks: dict[int, Chunk] = shared["chunks"]
         self._memo = shared
+        # the output layer's weight gradients left to a drain after the schedule
+        self.deferral = deferral(cfg, pricer, self.chunks, self.m, shared)
         self.tasks: list[Task] = []
         self.zero = p.effective_zero_stage
         self.grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
@@ -178,7 +181,7 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
         # a pass with its send, by id of the pass (kept beside it, so the id is its own)
         self._plus_send: dict[tuple[int, bool], tuple[Priced, Priced]] = shared.setdefault(
             "plus_send", {})
-        self._splits: dict[tuple[int, int], list[Priced]] = shared.setdefault("splits", {})
+        self._splits: dict[tuple[int, int, bool], list[Priced]] = shared.setdefault("splits", {})
         # each split's buckets' shares of the chunk's gradients (``ddp_buckets.bucket_ready``)
         self._shares: dict[tuple[int, int], tuple[tuple[float, float], ...]] = \
             shared.setdefault("shares", {})
@@ -377,6 +380,8 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
     if keep_timeline:  # say so only where the shortcut would have run: the reason otherwise
         shortcut, why = steady_state.plan(cfg)
         reason = reason if shortcut is not None else why
+    elif (partial := partial_deferral(cfg)) is not None:
+        reason = partial
     else:  # the periodic steady state extrapolated, where it is proven
         summary, reason = steady_state.attempt(cfg, pricer, layer_source)
     method = "steady-state" if summary is not None else "full"

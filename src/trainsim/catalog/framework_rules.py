@@ -74,3 +74,25 @@ def uneven_split(rule: str, num_layers: int, pp: int, vpp: int) -> bool:
     front-loaded split handles every count of virtual stages, so it is needed wherever they
     do not divide the layers; a balanced layout only where the pipeline stages do not."""
     return bool(num_layers % (pp * vpp if rule == "front_loaded" else pp))
+
+
+def deferred_microbatches(cfg: Any, m: int) -> int:
+    """How many of a step's ``m`` micro-batches leave their output-layer weight gradient (and
+    its sequence-parallel re-gather) to the last stage's drain after the schedule: Megatron-core's
+    ``defer_embedding_wgrad_compute``, the first ``wgrad_deferral_limit`` micro-batches (0: all;
+    Megatron-LM 24.09-alpha.rc0 tensor_parallel/layers.py L426-428 appends a backward's
+    output gradient while the buffer is under the limit). Where the run does not set it, the
+    profile's rule (``embedding_wgrad_deferral``); none without pipeline parallelism (NeMo
+    skips it there, Megatron-core refuses it)."""
+    p = cfg.parallel
+    on = p.defer_embedding_wgrad_compute
+    if p.pp == 1 or on is False:
+        return 0
+    if on is None:
+        t = cfg.training
+        rule = framework_feature(t.framework, t.framework_version,
+                                 "embedding_wgrad_deferral") if t.framework else None
+        if not rule or t.micro_batch_size != rule["micro_batch_size"] or \
+                t.global_batch_size // cfg.dp > rule["max_local_batch"]:
+            return 0
+    return m if p.wgrad_deferral_limit == 0 else min(p.wgrad_deferral_limit, m)

@@ -23,6 +23,7 @@ from trainsim.catalog.schema_checks import (
     _backend_gpus,
     _bool,
     _bool_or_stages,
+    _deferral_rule,
     _enum,
     _int,
     _list_of,
@@ -457,12 +458,18 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # this value x TP (Megatron's _vocab_size_with_padding, --make-vocab-size-divisible-by;
     # workload.vocab); null: the tokenizer's vocabulary as it is (Hugging Face-based stacks)
     "vocab_divisible_by": _nullable(_int),
+    # the run config's rule for Megatron-core's defer_embedding_wgrad_compute where the run
+    # does not set it (``catalog.framework_rules.deferred_microbatches``): every micro-batch's
+    # output-layer weight gradient deferred to the pipeline drain where pp > 1, the rank's
+    # share of the global batch is at most ``max_local_batch`` and the micro-batch is
+    # ``micro_batch_size`` sequences (MLPerf GPT-3 v4.0 / v4.1 conf/custom.yaml); null: none
+    "embedding_wgrad_deferral": _nullable(_deferral_rule),
     # the precision (fp8 / MXFP8 / NVFP4) and MoE mechanisms: catalog.framework_features_fp8_moe
     **FP8_MOE_FEATURES,
 }
 
 #: keys an entry may leave out even when it is the first one.
-OPTIONAL_KEYS = {"apex_distributed_adam", "remat_dce", "onehot_embedding", "vocab_divisible_by", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
+OPTIONAL_KEYS = {"apex_distributed_adam", "embedding_wgrad_deferral", "remat_dce", "onehot_embedding", "vocab_divisible_by", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
     "zero_stages", "overlap_param_gather", "overlap_grad_reduce_setting",
     "zero_stage_releases", "pipeline_parallel", "tensor_parallel", "context_parallel",
     "pipeline_partition_method", "expandable_segments", "fp8_param_gather",

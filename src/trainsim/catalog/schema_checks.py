@@ -109,6 +109,15 @@ NVLINK_SCOPES = {"any": 0, "rack": 8}
 """scope -> the NVLink domain size (GPUs) a run's must exceed for the scope to apply"""
 
 
+def _deferral_rule(v: Any) -> str | None:
+    """``{max_local_batch: N, micro_batch_size: M}``, both positive integers."""
+    keys = ("max_local_batch", "micro_batch_size")
+    if not isinstance(v, dict) or set(v) != set(keys) or any(
+            not isinstance(v[k], int) or isinstance(v[k], bool) or v[k] < 1 for k in keys):
+        return "expected {max_local_batch: N, micro_batch_size: M} (positive integers) or null"
+    return None
+
+
 def _roles(v: Any) -> str | None:
     """A possibly empty list of ``LINEAR_ROLES`` (empty: a later entry turning them all off)."""
     if not isinstance(v, list) or any(x not in LINEAR_ROLES for x in v):

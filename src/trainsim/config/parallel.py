@@ -251,6 +251,12 @@ class ParallelConfig:
     ``collectives.nccl.NET_CHANNEL_Bps`` (the analytical network's rings, trees and PAT; the
     flow backend bounds its ring-family collectives the same way). None: NCCL's own channel
     count."""
+    defer_embedding_wgrad_compute: bool | None = None
+    """Megatron-core's: the last stage keeps the output layer's weight-gradient inputs of the
+    first ``wgrad_deferral_limit`` micro-batches (0: all) and computes them after the schedule
+    (``deferred_wgrad``). None: the framework profile's rule (``embedding_wgrad_deferral``)."""
+    wgrad_deferral_limit: int = 0
+    """Micro-batches whose output-layer weight gradient is deferred; 0: every one."""
     dp_buckets: Literal["every_chunk", "first_chunk", "fixed", "whole"] | None = None
     """How the data-parallel reduction is cut into buckets, each one NCCL collective that pays
     its own launch and ring latency. ``every_chunk`` (None): every model chunk's last backward
@@ -408,6 +414,8 @@ class ParallelConfig:
             # channel is a pair of SMs, one sending, one receiving)
             raise ConfigError(f"parallel.moe_deepep_num_sms={self.moe_deepep_num_sms} must be "
                               "even (DeepEP's Buffer.set_num_sms asserts it)")
+        if self.wgrad_deferral_limit < 0:  # Megatron-core model_parallel_config.py raises too
+            raise ConfigError(f"parallel.wgrad_deferral_limit={self.wgrad_deferral_limit} < 0")
         if self.delay_wgrad_compute and not self.moe_overlap_ep_comm:
             # Megatron-core core_v0.16.0 transformer_config.py L1909-1912 asserts it
             raise ConfigError("parallel.delay_wgrad_compute=true needs moe_overlap_ep_comm=true "

@@ -30,7 +30,7 @@ from trainsim.memory.mtp import loss_logit_sets, mtp_head_bytes
 from trainsim.memory.ring_attention import ring_backward_bytes
 from trainsim.memory.saved_inputs import gemm_input_bytes
 from trainsim.memory.state import ModelState, model_state
-from trainsim.workload.head import cross_entropy_impl
+from trainsim.workload.head import cross_entropy_impl, deferred_wgrad_bytes
 from trainsim.workload.moe_block import titan_style
 from trainsim.workload.pipeline_schedules import rank_chunks
 from trainsim.workload.schedule import (
@@ -385,6 +385,12 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     temporaries = _backward_temporaries(cfg, stage)
     kept = _layer_copies_kept(cfg, state)
     copies = [(n, b * kept) for n, b in state.layer_copies if b * kept > 0]
+    # the last stage's deferred output-layer wgrad inputs (``deferred_wgrad``): all of them
+    # counted beside the steady state's micro-batches in flight (an upper bound: the buffer
+    # fills as the backwards go, full only once the last deferred one has run)
+    held = [("deferred output-layer wgrad inputs", deferred_wgrad_bytes(cfg))] \
+        if stage == cfg.parallel.pp - 1 and deferred_wgrad_bytes(cfg) else []
+    outputs = outputs + held
     backward = list(state.persistent) + list(state.backward) + copies + temporaries + recv \
         + outputs
     grads_bwd = _grads_at_backward(cfg, state)

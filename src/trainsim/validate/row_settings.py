@@ -133,6 +133,12 @@ COLUMN_FIELDS = {
     # 4 x 100 Gb RoCE for 8 A100, DGX-1's 4 EDR ports): an optional column beyond format v2,
     # empty or absent = 1 (a NIC a GPU); nic_gbps_per_gpu stays each GPU's share of its NIC
     "gpus_per_nic": ("cluster", "gpus_per_nic"),
+    # 0/1 and a count: Megatron-core's defer_embedding_wgrad_compute and wgrad_deferral_limit
+    # where the run's config script sets them (MLPerf DEFER_EMBEDDING_WGRAD_COMPUTE,
+    # WGRAD_DEFERRAL_LIMIT): optional columns beyond format v2, empty or absent = the
+    # framework profile's rule (``embedding_wgrad_deferral``) and 0 (every micro-batch)
+    "defer_embedding_wgrad_compute": ("parallel", "defer_embedding_wgrad_compute"),
+    "wgrad_deferral_limit": ("parallel", "wgrad_deferral_limit"),
 }
 
 
@@ -147,6 +153,7 @@ COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "gl
 states it: a row whose dp contradicts its other sizes fails, and an empty tp or pp is tuned
 among the layouts with that dp."""
 ZERO_COUNT_COLUMNS = ("cpu_offloading_num_layers", "zero_stage", "mtp_num_layers",
+                      "wgrad_deferral_limit",
                       "moe_first_dense_layers",
                       "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16")
 """Count columns where 0 is a value (off): whole numbers >= 0 (a ZeRO stage written '0.0' was

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from trainsim.catalog.framework_rules import deferred_microbatches
 from trainsim.catalog.frameworks import framework_feature
 from trainsim.config import RunConfig
 from trainsim.workload.elementwise import (
@@ -292,7 +293,12 @@ def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     return ops
 
 
-def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
+def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op], deferred: bool = False) -> list[Op]:
+    """The head's backward ops; ``deferred``: the output layer's weight gradient and its
+    input's re-gather left to the drain (``deferred_wgrad_ops``), so the input gradient's
+    reduction has no GEMM to hide behind (Megatron-LM 24.09-alpha.rc0 tensor_parallel/
+    layers.py L426-445: ``wgrad_compute`` False skips both, and the reduce-scatter is waited
+    for right after the dgrad)."""
     h, v = cfg.model.hidden_size, padded_vocab(cfg) // sh.tp
     ops: list[Op] = [memory_op("cross_entropy.bwd", "cross_entropy.bwd",
                                cross_entropy_impl(cfg),
@@ -300,17 +306,15 @@ def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
     ops.extend(shifted_logits_ops(cfg, sh.tokens * v, backward=True))
     logits = next(op for op in fwd if isinstance(op, Gemm))
     ops.append(Gemm("logits.dgrad", m=logits.m, n=logits.k, k=logits.n, dtype=logits.dtype))
-    if sh.tp > 1 and sh.sp and not sh.sp_gathered_saved:  # column-parallel: as in backward_of
-        ops.append(Comm("head.all_gather.bwd_regather", "all_gather", sh.tokens * h * ACT, "tp",
-                        overlap_with_previous=True, in_tp_overlap=False))
-    ops.append(Gemm("logits.wgrad", m=logits.k, n=logits.n, k=logits.m, dtype=logits.dtype))
+    if not deferred:
+        ops.extend(_regather_and_wgrad(sh, h, logits, overlapped=True))
     if sh.autocast:
         ops.append(Elementwise("logits.autocast_weight.bwd", bytes=v * h * AUTOCAST_CAST_BYTES,
                                kernel="copy"))
     if sh.tp > 1:
         kind = "reduce_scatter" if sh.sp else "all_reduce"
         ops.append(Comm(f"head.{kind}.bwd", kind, sh.tokens * h * ACT, "tp",
-                        overlap_with_previous=True, in_tp_overlap=False))
+                        overlap_with_previous=not deferred, in_tp_overlap=False))
     impl = norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm)
     norm = norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h, impl,
                    sh.stream_bytes)
@@ -320,6 +324,45 @@ def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
                            impl=BACKWARD_IMPL.get(norm.impl, norm.impl),
                            full_wave=full_wave_norm(impl, sh.compiled)))
     return ops
+
+
+def _regather_and_wgrad(sh: Shard, h: int, logits: Gemm, overlapped: bool) -> list[Op]:
+    """The output layer's weight gradient, after its sequence-parallel input is gathered
+    again (column-parallel: as in backward_of), the gather hidden behind the GEMM before it
+    where ``overlapped``."""
+    ops: list[Op] = []
+    if sh.tp > 1 and sh.sp and not sh.sp_gathered_saved:
+        ops.append(Comm("head.all_gather.bwd_regather", "all_gather", sh.tokens * h * ACT, "tp",
+                        overlap_with_previous=overlapped, in_tp_overlap=False))
+    ops.append(Gemm("logits.wgrad", m=logits.k, n=logits.n, k=logits.m, dtype=logits.dtype))
+    return ops
+
+
+def deferred_wgrad_ops(cfg: RunConfig, sh: Shard, fwd: list[Op], n: int) -> list[Op]:
+    """The drain of ``n`` deferred output-layer weight gradients on the last stage's compute
+    stream after the schedule (Megatron-LM 24.09-alpha.rc0 core/utils.py L372-460
+    ``drain_embedding_wgrad_compute``; core_v0.7.0.beta utils.py L269 on): the first input's
+    gather waited for, then each GEMM with the next input's gather issued beside it (two
+    buffers), each GEMM accumulating into the fp32 main gradient (gradient accumulation
+    fusion, which Megatron-core requires for the deferral)."""
+    logits = next(op for op in fwd if isinstance(op, Gemm))
+    first = _regather_and_wgrad(sh, cfg.model.hidden_size, logits, overlapped=False)
+    *gather, gemm = _regather_and_wgrad(sh, cfg.model.hidden_size, logits, overlapped=True)
+    return first + (gather + [gemm]) * (n - 1) if gather else [gemm] * n
+
+
+def deferred_wgrad_bytes(cfg: RunConfig) -> float:
+    """Bytes the last stage holds for its deferred output-layer weight gradients when the
+    drain starts: per deferred micro-batch the layer's input (its sequence-parallel shard)
+    and its output gradient, 16-bit (Megatron's ``embedding_activation_buffer`` and
+    ``grad_output_buffer``, kept past each backward)."""
+    n = deferred_microbatches(cfg, cfg.schedule_microbatches)
+    if not n:
+        return 0.0
+    p, t = cfg.parallel, cfg.training
+    tokens = t.micro_batch_size * t.seq_length / p.cp
+    width = cfg.model.hidden_size / (p.tp if p.sequence_parallel else 1)
+    return n * ACT * tokens * (width + rank_vocab(cfg))
 
 
 METRIC_SMALL_KERNELS = 3, 4

@@ -1,0 +1,83 @@
+"""The output layer's deferred weight gradient (Megatron-core ``defer_embedding_wgrad_compute``,
+NeMo's MLPerf GPT-3 from v4.0): on the last pipeline stage the first ``wgrad_deferral_limit``
+micro-batches (0: all; ``catalog.framework_rules.deferred_microbatches``) run a backward
+without the output layer's weight-gradient GEMM and its input's sequence-parallel re-gather;
+their inputs and output gradients are kept, and after the schedule one task on that stage's
+compute stream computes them all (``workload.head.deferred_wgrad_ops``), in the cool-down's
+idle time of the last stage. NeMo runs it before it finishes the gradient reductions
+(NVIDIA/NeMo 24.09-alpha.rc0 megatron_gpt_model.py L829-895: ``drain_embedding_wgrad_compute``,
+then ``_finish_bucket_grad_sync`` and the first/last-stage embedding all-reduce; Megatron-core
+24.09-alpha.rc0 schedules.py L1120-1125: ``finish_embedding_wgrad_compute`` before
+``finalize_model_grads``), so the reduction of the bucket that holds the output weight waits for
+the drain, and the stage's step for it. A mixin-free helper of ``simulator._TaskGraph``: the
+graph reads :func:`deferral` once, ``pipeline_passes`` places the passes and the drain."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from trainsim.catalog.framework_rules import deferred_microbatches
+from trainsim.errors import ConfigError
+from trainsim.workload.head import deferred_wgrad_ops, head_backward, head_forward
+from trainsim.workload.pipe_engine import deepspeed_loss_read
+from trainsim.workload.schedule import combined_1f1b
+from trainsim.workload.shard import shard_of
+
+if TYPE_CHECKING:
+    from trainsim.chunks import Chunk
+    from trainsim.config import RunConfig
+    from trainsim.pricing import Priced, Pricer
+
+
+@dataclass(frozen=True, eq=False)
+class Deferral:
+    """The deferral of one iteration's graph: ``n`` micro-batches (the first ``n``) run the
+    last virtual stage as ``chunk`` (its head's backward without the weight gradient), and
+    ``drain`` computes the iteration's deferred weight gradients after the schedule."""
+
+    n: int
+    chunk: Chunk
+    drain: Priced
+
+
+def deferral(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk], m: int,
+             memo: dict) -> Deferral | None:
+    """The deferral of an iteration of ``m`` micro-batches, or None where the run defers
+    nothing; ``memo``: the pricer's shared dict (one priced drain per count)."""
+    total = deferred_microbatches(cfg, cfg.num_microbatches)
+    if not total:
+        return None
+    # where every micro-batch defers, a truncated run of the steady state (``steady_state``)
+    # defers each of its own and drains the iteration's: the iteration less whole periods
+    n = m if total == cfg.num_microbatches else min(total, m)
+    p = cfg.parallel
+    if p.pipeline_schedule not in (None, "1f1b", "interleaved_1f1b") or \
+            p.effective_zero_stage == 3 or combined_1f1b(cfg) or cfg.model.mtp_num_layers \
+            or deepspeed_loss_read(cfg):
+        raise ConfigError("parallel.defer_embedding_wgrad_compute is modelled under Megatron's "
+                          "1F1B / interleaved schedules without ZeRO-3, combined 1F1B or MTP "
+                          "layers; set it false")
+    key = ("deferred_wgrad", n, total)
+    hit = memo.get(key)
+    if hit is None:
+        sh = shard_of(cfg)
+        fwd = head_forward(cfg, sh)
+        last = chunks[len(chunks) - 1]
+        head = pricer.price(head_backward(cfg, sh, fwd, deferred=True))
+        hit = memo[key] = Deferral(n, replace(last, bwd_head=head),
+                                   pricer.price(deferred_wgrad_ops(cfg, sh, fwd, total)))
+    return hit
+
+
+
+def partial_deferral(cfg: RunConfig) -> str | None:
+    """Why the periodic steady state cannot stand for an iteration that defers some of its
+    micro-batches but not all (two kinds of last-stage backward, so no one period through the
+    steady phase); None where it defers all or none."""
+    m = cfg.num_microbatches
+    total = deferred_microbatches(cfg, m)
+    if 0 < total < m:
+        return (f"the output layer's weight gradient deferred for {total} of {m} micro-batches "
+                "(wgrad_deferral_limit): no single period")
+    return None
