@@ -5,12 +5,12 @@ without the output layer's weight-gradient GEMM and its input's sequence-paralle
 their inputs and output gradients are kept, and after the schedule one task on that stage's
 compute stream computes them all (``workload.head.deferred_wgrad_ops``), in the cool-down's
 idle time of the last stage. NeMo runs it before it finishes the gradient reductions
-(NVIDIA/NeMo 24.09-alpha.rc0 megatron_gpt_model.py L829-895: ``drain_embedding_wgrad_compute``,
-then ``_finish_bucket_grad_sync`` and the first/last-stage embedding all-reduce; Megatron-core
-24.09-alpha.rc0 schedules.py L1120-1125: ``finish_embedding_wgrad_compute`` before
-``finalize_model_grads``), so the reduction of the bucket that holds the output weight waits for
-the drain, and the stage's step for it. A mixin-free helper of ``simulator._TaskGraph``: the
-graph reads :func:`deferral` once, ``pipeline_passes`` places the passes and the drain."""
+(NVIDIA/NeMo 24.09-alpha.rc0 megatron_gpt_model.py L877 ``drain_embedding_wgrad_compute``, then
+L898 ``_finish_bucket_grad_sync`` and L922 the first/last-stage embedding all-reduce;
+Megatron-LM 24.09-alpha.rc0 schedules.py L1123 / L1510: ``finish_embedding_wgrad_compute``
+before ``finalize_model_grads``), so the reduction of the bucket that holds the output weight
+waits for the drain, and the stage's step for it. ``simulator._TaskGraph`` reads
+:func:`deferral` once; ``pipeline_passes`` places the passes and the drain."""
 
 from __future__ import annotations
 
@@ -68,7 +68,6 @@ def deferral(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk], m: int,
         hit = memo[key] = Deferral(n, replace(last, bwd_head=head),
                                    pricer.price(deferred_wgrad_ops(cfg, sh, fwd, total)))
     return hit
-
 
 
 def partial_deferral(cfg: RunConfig) -> str | None:
