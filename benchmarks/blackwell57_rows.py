@@ -34,12 +34,11 @@ import argparse
 import csv
 import json
 import sys
-import warnings
 from collections import defaultdict
 from multiprocessing import Pool
 from pathlib import Path
 
-from blackwell_work import is_moe
+from blackwell_work import _predict, is_moe
 
 HERE = Path(__file__).resolve().parent
 STEP = 0.10
@@ -81,17 +80,6 @@ def patch(variant: str, step: float = STEP) -> None:
                "memory": isinstance(op, Elementwise)}[variant]
         return (t * (1 + step) if hit else t), how
     chain.ChainModel.explain = explain
-
-
-def _predict(row: dict[str, str]) -> tuple[str, float, float]:
-    from trainsim.validate.training import predict_training_row
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            res = predict_training_row(row)
-        except Exception:  # noqa: BLE001 (a row the model refuses)
-            return row["_key"], float("nan"), float("nan")
-    return row["_key"], res.measured, float("nan") if res.predicted is None else res.predicted
 
 
 def rows() -> list[dict[str, str]]:
