@@ -26,7 +26,8 @@ REPO_DIR = "alibaba+Megatron-LLaMA"
 COMMIT = "25306de"
 CODE = "d2e05b8"
 HEADER = mirror_rows.v2_header(nic_gbps_per_gpu=["gpus_per_nic"],
-                               note=["attention_dropout", "hidden_dropout", "ddp_bucket_size"])
+                               note=["attention_dropout", "hidden_dropout", "ddp_bucket_size",
+                                     "gradient_accumulation_fusion"])
 # dropout as the example script passed it when the figures were measured: none at d2e05b8
 # (arguments.py's 0.1), 0 from 3850347 (2023-09-18, "Disable dropout"), before e3d671a
 DROPOUT = {"odo": "0", "odo2309": "0.1", "do": "0.1"}
@@ -59,7 +60,11 @@ SCRIPT = (
     "--use-flash-attn (FlashAttention 1: the README lists FlashAttention2 as future work), --bf16, "
     "LLaMA-13B shape: the llama-13b preset, vocab 32000 with --make-vocab-size-divisible-by 1); "
     "gradients in fp32 (overlapped_dist_optimizer.py: accumulate_allreduce_grads_in_fp32 under "
-    "bf16; --reduce-bucket-size=4e8: ddp_bucket_size); 4 x 200 Gbps RDMA a machine of 8: 2 GPUs "
+    "bf16; --reduce-bucket-size=4e8: ddp_bucket_size); --no-gradient-accumulation-fusion: "
+    "gradient_accumulation_fusion 0 (the DistributedOptimizer's hook adds each micro-batch's "
+    "bf16 gradients into the fp32 main_grad; the overlapped optimizer turns the fusion off "
+    "itself, arguments.py L187-189, and copies them into its buckets); 4 x 200 Gbps RDMA a "
+    "machine of 8: 2 GPUs "
     "a NIC (gpus_per_nic), 100 Gb/s a GPU; framework Megatron-LLaMA (Alibaba's fork of "
     "Megatron-LM at 2360d73, 2023-05-11): profile megatron-llama")
 OPTIMIZER = {
@@ -89,7 +94,7 @@ def _megatron_row(rid: str, section: str, gpus: int, tps: float, opt: str,
         id=rid, source=SOURCE.format(commit=commit, when=WHEN[commit], section=section), model="llama-13b", seq_length=str(SEQ),
         gpu="a100-sxm-80gb", num_gpus=str(gpus), gpus_per_node="8", nic_gbps_per_gpu="100",
         gpus_per_nic="2", attention_dropout=DROPOUT[opt], hidden_dropout=DROPOUT[opt],
-        ddp_bucket_size="400000000",
+        ddp_bucket_size="400000000", gradient_accumulation_fusion="0",
         tp="2", pp="1", cp="1", vpp="1", sequence_parallel="1", recompute="selective",
         distributed_optimizer="1", global_batch_size=str(GBS), micro_batch_size="4",
         dtype="bf16", options="fused_kernels" if opt == "do" else "dp_overlap",
@@ -174,9 +179,16 @@ def check() -> list[str]:
     for phrase in ("TP_SIZE=2", "PP_SIZE=1", "MICRO_BATCH_SIZE=4", "GLOBAL_BATCH_SIZE=2048",
                    "--seq-length 2048", "--recompute-granularity selective", "--use-flash-attn",
                    "--overlapped-distributed-optimizer", "--sequence-parallel",
-                   "--reduce-bucket-size=4e8"):
+                   "--reduce-bucket-size=4e8", "--no-gradient-accumulation-fusion"):
         if phrase not in script:
             bad.append(f"not in LLaMA_13_slurm.sh: {phrase!r}")
+    for commit in (DROPOUT_COMMIT, COMMIT):  # the script the e3d671a-era figures ran
+        if "--no-gradient-accumulation-fusion" not in mirror_rows.show(
+                REPO_DIR, commit, "examples/LLaMA/LLaMA_13_slurm.sh"):
+            bad.append(f"LLaMA_13_slurm.sh @ {commit} fuses the gradient accumulation")
+    args = mirror_rows.show(REPO_DIR, CODE, "megatron/arguments.py")
+    if "args.gradient_accumulation_fusion = False" not in args:
+        bad.append(f"arguments.py @ {CODE}: the overlapped optimizer keeps the fusion")
     if "dropout" in script:
         bad.append(f"LLaMA_13_slurm.sh @ {CODE} sets a dropout: not arguments.py's default")
     later = mirror_rows.show(REPO_DIR, DROPOUT_COMMIT, "examples/LLaMA/LLaMA_13_slurm.sh")

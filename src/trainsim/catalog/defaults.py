@@ -261,7 +261,8 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
             value = value.get(str(_effective_stage(parallel)))
         if key not in sections[sec] and value is not None:
             sections[sec][key] = value
-    problem = overlap_problem(parallel, profile, where)
+    problem = overlap_problem(parallel, profile, where) or \
+        grad_fusion_problem(parallel, training, profile, where)
     if problem:
         raise ConfigError(problem)
     if "fp8_param_gather" not in training:
@@ -290,6 +291,29 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                     "account_for_loss_in_pipeline_split"):
             if key not in parallel and profile.defaults.get(key):
                 parallel[key] = True
+
+
+def grad_fusion_problem(parallel: dict[str, Any], training: dict[str, Any], profile: Any,
+                        where: str) -> str | None:
+    """Why a stated ``training.gradient_accumulation_fusion`` cannot be, or None: it is
+    Megatron's switch (``data_parallel_impl`` megatron: its DDP, distributed optimizer and
+    FSDP), and on it needs a release that has the fusion (profile ``unfused_grad_accumulation``
+    not ``all``: Megatron-LM from 83b1e42f, 2022-02-13)."""
+    stated = training.get("gradient_accumulation_fusion")
+    if not _given(stated):
+        return None
+    impl = parallel.get("data_parallel_impl", "megatron")
+    if impl != "megatron":
+        return (f"training.gradient_accumulation_fusion is Megatron's switch, but {where} runs "
+                f"data_parallel_impl={impl}, which accumulates gradients its own way; leave it "
+                "empty")
+    if truthy(stated) and profile.features.get("unfused_grad_accumulation") == "all":
+        from trainsim.catalog.frameworks import feature_source
+
+        return (f"training.gradient_accumulation_fusion=true but {where} has no gradient "
+                "accumulation fusion (Megatron-LM from 83b1e42f, 2022-02-13; source: "
+                f"{feature_source(profile, 'unfused_grad_accumulation')})")
+    return None
 
 
 def flex_backend_problem(parallel: dict[str, Any], profile: Any, where: str, gpu: Any) -> None:

@@ -79,6 +79,13 @@ class TrainingConfig:
     grad_reduce_in_fp32: bool = True
     """Accumulate and reduce gradients in fp32 (Megatron-LM's default for bf16; its fp16 default
     and NeMo's distributed Adam with grad_sync_dtype=bf16 keep them in 16 bits)."""
+    gradient_accumulation_fusion: bool | None = None
+    """Whether the weight-gradient GEMMs accumulate into the gradient buffer themselves
+    (Megatron's ``gradient_accumulation_fusion``, on by default; ``--no-gradient-accumulation-
+    fusion`` turns it off): off, a kernel a tensor adds each micro-batch's 16-bit gradients into
+    ``main_grad`` after its backward (``workload.wgrad_fusion``). Megatron's data parallelism
+    only (DDP, the distributed optimizer, Megatron-FSDP). None: the framework's default at its
+    version (profile ``unfused_grad_accumulation``, ``megatron_fsdp_unfused_wgrad``)."""
     attention: AttentionName = "flash2"
     """The attention kernel (``workload.ops.AttentionImpl``): unfused (Megatron's QK^T / fused
     softmax / V with the score matrix in memory), eager (the same in plain PyTorch ops: matmul,
@@ -265,6 +272,9 @@ class TrainingConfig:
         if self.optimizer_dtype != "fp32" and self.framework is None:
             raise ConfigError("training.optimizer_dtype needs training.framework: it is the state "
                               "dtype of Apex's DistributedFusedAdam as NeMo 1.x sets it up")
+        if self.gradient_accumulation_fusion is not None and self.framework is None:
+            raise ConfigError("training.gradient_accumulation_fusion needs training.framework: "
+                              "it is Megatron's switch, read against the framework's release")
         if self.optimizer_dtype != "fp32" and self.use_precision_aware_optimizer:
             raise ConfigError("training.optimizer_dtype is Apex DistributedFusedAdam's state dtype; "
                               "Megatron-core's precision-aware optimizer takes exp_avg_dtype and "

@@ -125,6 +125,10 @@ COLUMN_FIELDS = {
     # --fp4-param-gather under NVFP4): an optional column beyond format v2, empty or absent =
     # the framework's default for the recipe
     "fp8_param_gather": ("training", "fp8_param_gather"),
+    # 0/1: whether the weight-gradient GEMMs accumulate into main_grad themselves (Megatron
+    # --no-gradient-accumulation-fusion: 0): an optional column beyond format v2, empty or
+    # absent = the framework's default at its version (``workload.wgrad_fusion``)
+    "gradient_accumulation_fusion": ("training", "gradient_accumulation_fusion"),
     # tensor parallelism inside each expert (Megatron-core --expert-tensor-parallel-size, NeMo 2
     # perf scripts -et / etp_size): an optional column beyond format v2, empty or absent = 1, or
     # the TP where the row's framework leaves it to Megatron-core (``moe_etp_unset_is_tp``)

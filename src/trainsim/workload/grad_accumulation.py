@@ -5,10 +5,11 @@ accumulator. Op lists only; the simulator decides where they run."""
 
 from __future__ import annotations
 
-from trainsim.catalog.frameworks import framework_feature, profile_supports
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.ops import Elementwise, Op
 from trainsim.workload.sharding import _grad_tensors
+from trainsim.workload.wgrad_fusion import unfused_grad_accumulation
 
 FP32_ACCUMULATION = "bf16_grads_to_fp32"
 """Name of the op that adds a backward's 16-bit weight gradients into fp32 ones."""
@@ -49,14 +50,17 @@ def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: boo
       accumulation): 16-bit gradients added by ``AccumulateGrad`` as above (6 bytes); fp32
       ``main_grad`` (bf16) by the local DDP's hook ``param.main_grad.add_(param.grad.data)``
       (megatron/model/distributed.py @a8d172b3), 10 bytes as nanotron's; "16bit": only the former.
+      A run that states ``gradient_accumulation_fusion`` off reads "all" on any Megatron
+      release (``workload.wgrad_fusion``): the DistributedOptimizer rows of Megatron-LLaMA,
+      whose script passes ``--no-gradient-accumulation-fusion``.
 
     Other stacks accumulate inside the weight-gradient GEMM (Megatron's
     ``gradient_accumulation_fusion``) or price their accumulation elsewhere: nothing to add."""
     p, t = cfg.parallel, cfg.training
-    unfused = framework_feature(t.framework, t.framework_version, "unfused_grad_accumulation") \
-        if t.framework else None
+    unfused = unfused_grad_accumulation(cfg)  # the profile's, or the run's stated fusion
+    # (Megatron-FSDP, zero stage 3, copies its unfused gradients per unit: workload.megatron_fsdp)
     if unfused in ("16bit", "all") and p.data_parallel_impl == "megatron" \
-            and t.dtype in ("bf16", "fp16"):
+            and p.zero_stage < 3:  # (fp8 GEMMs hand 16-bit weight gradients too)
         if not t.grad_reduce_in_fp32:
             tensors = _grad_tensors(cfg, layers, first, last)
             return [Elementwise(GRAD16_ACCUMULATION, bytes=6.0 * sum(tensors),

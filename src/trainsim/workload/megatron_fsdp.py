@@ -37,10 +37,13 @@ GRAD_COPY = "megatron_fsdp_grad_copy"
 
 def applies(cfg: RunConfig) -> bool:
     """Whether the run is Megatron-FSDP (Megatron's data parallelism at zero stage 3 over more
-    than one rank) under a recipe that turns the fused weight-gradient accumulation off."""
+    than one rank) with the fused weight-gradient accumulation off: as the run states it
+    (``training.gradient_accumulation_fusion``), else as its framework's recipe sets it."""
     p = cfg.parallel
+    fusion = cfg.training.gradient_accumulation_fusion  # the run's, else the recipe's
     return p.data_parallel_impl == "megatron" and p.zero_stage >= 3 and cfg.shard_ranks > 1 \
-        and profile_supports(cfg, "megatron_fsdp_unfused_wgrad")
+        and (not fusion if fusion is not None
+             else profile_supports(cfg, "megatron_fsdp_unfused_wgrad"))
 
 
 def grad_copies(cfg: RunConfig, layers: range | list[int], first: bool, last: bool

@@ -53,6 +53,7 @@ from trainsim.workload.ops import (
     GroupedImpl,
     Op,
 )
+from trainsim.workload.wgrad_fusion import unfused_grad_accumulation
 
 TE_CACHED_DUMMY_WGRAD = "2.3"
 """First Transformer Engine release whose ``Linear`` / ``LayerNormLinear`` / ``LayerNormMLP``
@@ -312,10 +313,11 @@ def wgrad_accumulates(cfg: RunConfig) -> int:
     t, p = cfg.training, cfg.parallel
     if p.data_parallel_impl != "megatron" or p.zero_stage > 1 or not t.framework:
         return 0
-    unfused = framework_feature(t.framework, t.framework_version, "unfused_grad_accumulation")
+    unfused = unfused_grad_accumulation(cfg)  # the profile's, or the run's stated fusion
+    # "optimizer": Megatron-LLaMA's overlapped optimizer turns the fusion off (wgrad_fusion);
     # "16bit": the fusion runs into fp32 main_grad only (Megatron-LM 2022-02-13 to 2022-09-27,
     # wgrad_gemm_accum_fp32); 16-bit gradients are added apart (workload.grad_accumulation)
-    if unfused == "all" or (unfused == "16bit" and not t.grad_reduce_in_fp32) or \
+    if unfused in ("all", "optimizer") or (unfused == "16bit" and not t.grad_reduce_in_fp32) or \
             profile_supports(cfg, "fp32_grad_add"):
         return 0
     return 4 if t.grad_reduce_in_fp32 else 2
