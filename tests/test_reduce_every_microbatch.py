@@ -119,3 +119,44 @@ def test_lower_bound_holds(version, pp):
     cfg = _cfg(version=version, pp=pp, gbs=64, dp_gpus=16 * pp)
     bound = lower_bound_s(cfg)
     assert 0.0 < bound <= simulate(cfg).iteration_time_s
+
+
+def test_search_bound_counts_every_backward_reductions():
+    """The search's refined bound (``search.layout_costs.after_passes``) counts what every
+    micro-batch's backward reduces under the overlap (mllama57 Leads 3): each layout's bound
+    stays below the simulated time, and on a slow network (25 Gb/s a GPU) it rises above
+    the bound without those reductions, up to the data-parallel stream's m backwards."""
+    import dataclasses
+    import random
+
+    from trainsim.search import Base, SearchSpace, evaluate
+    from trainsim.search.evaluation import Bounds
+
+    base_cfg = run_config_from_dict({
+        "model": {"preset": "llama2-7b", "num_layers": 8},
+        "training": {"global_batch_size": 32, "seq_length": 1024, "dtype": "bf16",
+                     "attention": "flash1", "framework": "megatron-llama",
+                     "framework_version": "2023-09"},
+        "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": 16, "gpus_per_node": 8,
+                    "nic_gbit_s_per_gpu": 25}})
+    b = Base(base_cfg.model, base_cfg.training, base_cfg.cluster)
+    space = SearchSpace(zero=(1,), recompute=("none",), max_micro_batch=2, max_cp=1,
+                        sequence_parallel=(True,)).held_by(b)
+    keys = [k for k in space.memory_keys(b, 16) if k.pp == 1 and k.dp > 1]
+    bounds = Bounds(b)
+    rose = 0
+    for k in random.Random(0).sample(keys, min(5, len(keys))):
+        for c in space.variants(k):
+            if not c.overlap_grad_reduce:
+                continue
+            cfg = c.to_config(b)
+            assert reduces_every_microbatch(cfg, False), k
+            t = evaluate(c, b).iteration_time_s
+            assert bounds.refined(c) < t, k
+            sh = bounds._shape(c.mem)
+            assert all(held > 0 and stream > held for held, stream in sh.every_backward)
+            passes = bounds._pass_times(c, lambda c=c: c.to_config(b))
+            args = (passes, False, True, c.overlap_param_gather)
+            without = dataclasses.replace(sh, every_backward=[(0.0, 0.0)] * sh.pp)
+            rose += bounds._compose(sh, *args) > bounds._compose(without, *args)
+    assert rose and bounds.failed is None

@@ -84,11 +84,11 @@ def test_after_passes_equals_each_stage_worked_out_alone():
 
     ranges = tuple(cfg.virtual_stage_layers())
     split = [stage_param_split(cfg, s) for s in range(4)]
-    tails, contention = after_passes(cfg, pricer, ranges, split, 0)
+    tails, contention, _ = after_passes(cfg, pricer, ranges, split, 0)
     # CUDA_LAUNCH_BLOCKING: the overlap's buckets, every one after the last pass
     blocking = dataclasses.replace(cfg, training=dataclasses.replace(
         cfg.training, cuda_launch_blocking=True))
-    serial, _ = after_passes(blocking, pricer, ranges, split, 0)
+    serial, _, _ = after_passes(blocking, pricer, ranges, split, 0)
     assert contention == [0.0] * 4
     grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
     for s in range(4):
@@ -128,7 +128,7 @@ def test_first_chunk_buckets_keep_stage_zero_apart():
 
     ranges = tuple(cfg.virtual_stage_layers())
     split = [(1e9, 0.0)] * 4  # every stage alike: only the bucket rule tells stage 0 apart
-    tails, _ = after_passes(cfg, Pricer(cfg), ranges, split, 1)
+    tails, _, _ = after_passes(cfg, Pricer(cfg), ranges, split, 1)
     last = tails[(True, True)]  # with the overlap: chunk 0's last bucket
     assert last[1] == last[2] == last[3]
     assert last[0] < last[1]  # stage 0's last bucket is a part of its chunk

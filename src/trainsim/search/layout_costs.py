@@ -49,6 +49,11 @@ class BoundShape:
     """ZeRO-3's gradient reduce-scatters, one after another on the data-parallel stream."""
     tails: dict[tuple[bool, bool], list[float]]
     """Per stage, after its last pass, by (overlap_grad_reduce, overlap_param_gather)."""
+    every_backward: list[tuple[float, float]]
+    """Per stage, under the gradient-reduce overlap where every micro-batch's backward reduces
+    its buckets (``reduces_every_microbatch``): one backward's reduce-scatters times the SM
+    share they hold, and its copy-ins and reduce-scatters on the data-parallel stream
+    (:func:`after_passes`); zeros elsewhere."""
     contention: list[float]
     waits: list[float]
     """Per stage, its passes' least waits for ZeRO-3 / FSDP unit gathers, every micro-batch's
@@ -184,7 +189,8 @@ def _unit_sums(pricer: Any, units: list[list[Any]]) -> list[float]:
 
 def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
                  split: list[tuple[float, float]], zero: int
-                 ) -> tuple[dict[tuple[bool, bool], list[float]], list[float]]:
+                 ) -> tuple[dict[tuple[bool, bool], list[float]], list[float],
+                            list[tuple[float, float]]]:
     """Per stage, what the simulator's task graph (``simulator._TaskGraph``) runs after the
     stage's last pass ends, by (overlap_grad_reduce, overlap_param_gather): the gradient
     reductions that wait for that pass (every bucket without the overlap, one per gradient
@@ -194,7 +200,12 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
     slowdown under ZeRO-3 / FSDP's per-pass
     gradient reduce-scatters of one micro-batch, as every backward but the last micro-batch's
     runs them (a task holding ``share`` of the SMs leaves the passes at most ``1 - share``
-    of their rate, so ``T >= passes + share x reductions``)."""
+    of their rate, so ``T >= passes + share x reductions``); and, where every micro-batch's
+    backward reduce-scatters its buckets under the gradient-reduce overlap (Megatron-LLaMA's
+    overlapped optimizer, ``workload.sharding.reduces_every_microbatch``), one backward's
+    reductions times their SM share and its copy-ins plus reductions on the data-parallel
+    stream (``last_backward._bucket_reductions``: the same buckets every micro-batch), which
+    the bound takes m times (``BoundShape.every_backward``)."""
     from trainsim.catalog.frameworks import framework_supports
     from trainsim.workload.sharding import fsdp_grad_bytes, fsdp_per_unit
 
@@ -212,10 +223,11 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
                   pricer.sm_share["dp"])
     tails = {(og, op): [0.0] * pp for og in (False, True) for op in (False, True)}
     contention = [0.0] * pp
+    every_backward = [(0.0, 0.0)] * pp
     # a stage's costs read its parameter split, its chunks' layer counts and (for
     # ``dp_buckets: first_chunk``) whether it is stage 0: the middle stages of a layout
     # share them, worked out once (the same sums in the same order)
-    done: dict[tuple, tuple[float, float, float, float, float]] = {}
+    done: dict[tuple, tuple[Any, ...]] = {}
     moe = functools.partial(layer_kind, cfg.model)  # a hybrid layer's symbol (hsearch51)
     for s in range(pp):
         own = tuple(ranges[c * pp + s] for c in range(vpp))
@@ -225,24 +237,31 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
         hit = done.get(key)
         if hit is None:
             hit = done[key] = _stage_after(run, split[s], own, s)
-        every, last, gathers, contention[s], step = hit
+        every, last, gathers, contention[s], step, every_backward[s] = hit
         for (og, op), tail in tails.items():
             tail[s] = (last if og and not cfg.training.cuda_launch_blocking else every[og]) \
                 + step + (0.0 if op else gathers)
-    return tails, contention
+    return tails, contention, every_backward
 
 
 def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...], s: int
-                 ) -> tuple[tuple[float, float], float, float, float, float]:
+                 ) -> tuple[tuple[float, float], float, float, float, float,
+                            tuple[float, float]]:
     """:func:`after_passes` of stage ``s`` of layout ``run`` (parameter split ``split``, its
     chunks' layers ``own``): (every bucket's reductions without and with the gradient-reduce
     overlap, the last bucket's with it, the parameter gathers, the passes' slowdown, the
-    optimizer step)."""
+    optimizer step, one backward's reductions x their SM share and its data-parallel stream
+    where every backward reduces)."""
     from trainsim.memory.params import stage_layer_params
     from trainsim.workload.ddp_buckets import bucket_ready
     from trainsim.workload.fp8_gather import param_gather_width
     from trainsim.workload.optimizer_impl import run_optimizer_step
-    from trainsim.workload.sharding import dp_bucket_count, grad_buffer_rest
+    from trainsim.workload.sharding import (
+        bucket_copy_in,
+        dp_bucket_count,
+        grad_buffer_rest,
+        reduces_every_microbatch,
+    )
 
     cfg, pricer, zero, sizes, fixed = run.cfg, run.pricer, run.zero, run.sizes, run.fixed
     p, vpp = cfg.parallel, len(own)
@@ -257,6 +276,19 @@ def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...
     groups = [(params, group) for params, group in zip(split, ("dp_cp", "edp"))
               if sizes[group] > 1 and params > 0]
     every, last, gathers, contention = [0.0, 0.0], 0.0, 0.0, 0.0
+    # the copy-ins of a bucket's gradients where every backward reduces (the simulator's
+    # ``_bucket_reductions``), by the bucket's shares of the two buffers
+    each_mb = bool(groups) and reduces_every_microbatch(cfg, run.fsdp, overlap=True)
+    copies = 0.0
+    by_copy: dict[tuple[float, float], float] = {}
+
+    def copy_s(share: tuple[float, float]) -> float:
+        hit = by_copy.get(share)
+        if hit is None:
+            ops = [bucket_copy_in(cfg, params / vpp * share[group == "edp"])
+                   for params, group in groups if share[group == "edp"] > 0]
+            hit = by_copy[share] = sum(pricer.compute.time(op) for op in ops if op is not None)
+        return hit
     if groups and not run.fsdp:
         chunk_params = sum(split) / vpp
         # a bucket's reductions by its shares of the two buffers: the full buckets of a
@@ -286,6 +318,8 @@ def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...
                 every[og] += sum(bucket)
                 if og:
                     n_on, last = n, bucket[-1] if c == 0 else last
+                    if each_mb:
+                        copies += sum(copy_s(share) for share in shares)
         if zero in (1, 2):  # at the simulator's widths (fp8 weights at one byte)
             fp8 = {"dp_cp": stage_layer_params(cfg, s) - split[1], "edp": split[1]}
             gathers = sum(comm("all_gather", n, param_gather_width(cfg, n, fp8[g]), g)
@@ -303,7 +337,8 @@ def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...
         rest = grad_buffer_rest(cfg, sum(split), local, grad_bytes)
         if rest is not None:  # the simulator's zero_grad_buffer task after the step
             step += pricer.compute.time(rest)
-    return (every[0], every[1]), last, gathers, contention, step
+    backward = (run.share * every[1], every[1] + copies) if each_mb else (0.0, 0.0)
+    return (every[0], every[1]), last, gathers, contention, step, backward
 
 
 __all__ = ["BoundShape", "after_passes", "dp_comm_time", "gather_waits", "link_floor",

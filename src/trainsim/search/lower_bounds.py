@@ -427,6 +427,10 @@ class Bounds:
                 tail = sh.tails[(og, op)]
                 for s in range(pp):
                     bound = max(bound, waited[s] + tail[s], busy[s] + sh.contention[s])
+                    if og:  # every backward's reductions (Megatron-LLaMA): their SM share
+                        # slows the passes, and they lie one after another on the stream
+                        held, stream = sh.every_backward[s]
+                        bound = max(bound, busy[s] + m * held, m * stream)
         else:  # every rank runs its micro-batches of the chunks it holds (DualPipe: half)
             from trainsim.workload.pipeline_schedules import rank_chunks
             work = self._work(passes, sh.kinds)
@@ -472,7 +476,8 @@ class Bounds:
     def _shape_of(self, cfg: Any) -> BoundShape:
         p, m = cfg.parallel, cfg.num_microbatches
         ranges = tuple(cfg.virtual_stage_layers())
-        unit_floor, tails, scatter, once, waits, links = self._layout_costs(cfg, ranges)
+        unit_floor, tails, scatter, once, waits, links, backward = \
+            self._layout_costs(cfg, ranges)
         # ZeRO-3 / FSDP reduce-scatters every micro-batch's gradients but the last's, or with
         # FSDP2's no-sync under pipelining (``fsdp_pp_unsharded``) once per chunk and step
         reps = 1 if once else max(0, m - 1)
@@ -481,7 +486,7 @@ class Bounds:
                       self._kinds_of(ranges),
                       max(max((reps * f for f in unit_floor), default=0.0),
                           max((m * g + reps * r for g, r in links), default=0.0)), tails,
-                      [max(0, m - 1) * x for x in scatter], [m * w for w in waits])
+                      backward, [max(0, m - 1) * x for x in scatter], [m * w for w in waits])
 
     def _kinds_of(self, ranges: tuple[range, ...]) -> tuple[tuple[int, int], ...]:
         """(dense, routed-expert) layers of each virtual stage; a hybrid model's layers of each
@@ -545,14 +550,15 @@ class Bounds:
         waits = gather_waits(cfg, pricer, ranges, paired) if paired is not None else [0.0] * p.pp
         tails: dict[tuple[bool, bool], list[float]] = {}
         scatter_s = [0.0] * p.pp
+        backward = [(0.0, 0.0)] * p.pp
         if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b") and \
                 not p.optimizer_post_validation:
-            tails, scatter_s = after_passes(cfg, pricer, ranges, split, zero)
+            tails, scatter_s, backward = after_passes(cfg, pricer, ranges, split, zero)
             if once:
                 scatter_s = [0.0] * p.pp
         links = link_floor(cfg, pricer, ranges, paired) if per_unit and not once \
             else [(0.0, 0.0)] * p.pp
-        hit = self._layouts[key] = (unit_floor, tails, scatter_s, once, waits, links)
+        hit = self._layouts[key] = (unit_floor, tails, scatter_s, once, waits, links, backward)
         return hit
 
 

@@ -208,7 +208,7 @@ def fsdp_per_unit(cfg: RunConfig, zero: int) -> bool:
                                        or fsdp2_copies.applies(cfg))
 
 
-def reduces_every_microbatch(cfg: RunConfig, fsdp: bool) -> bool:
+def reduces_every_microbatch(cfg: RunConfig, fsdp: bool, overlap: bool | None = None) -> bool:
     """Whether every micro-batch's backward, not the last one's alone, reduce-scatters its
     gradient buckets as they become ready (profile ``dp_reduce_every_microbatch``): a sharded
     optimizer whose gradient hooks have no no-sync, under the gradient-reduce overlap, on
@@ -216,9 +216,12 @@ def reduces_every_microbatch(cfg: RunConfig, fsdp: bool) -> bool:
     micro-batch its own way. Alibaba's Megatron-LLaMA OverlappedDistributedOptimizer
     (megatron-llama.yaml): its ``_grad_hook`` copies each gradient into its bucket and
     reduce-scatters a full bucket on a side stream in every backward, and its
-    ``backward_epilogue`` adds the reduced shard into the accumulated one after each."""
+    ``backward_epilogue`` adds the reduced shard into the accumulated one after each.
+    ``overlap``: the gradient-reduce overlap to read it under (None: the run's own; the
+    search's bound asks it of a layout before the candidates' overlap is chosen)."""
     p = cfg.parallel
-    return (not fsdp and p.overlap_grad_reduce and cfg.shard_ranks > 1
+    overlapped = p.overlap_grad_reduce if overlap is None else overlap
+    return (not fsdp and overlapped and cfg.shard_ranks > 1
             and p.effective_zero_stage in (1, 2) and p.data_parallel_impl == "megatron"
             and p.zero1_grad_reduce != "all_reduce"
             and profile_supports(cfg, "dp_reduce_every_microbatch"))
