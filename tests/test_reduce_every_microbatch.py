@@ -160,3 +160,66 @@ def test_search_bound_counts_every_backward_reductions():
             without = dataclasses.replace(sh, every_backward=[(0.0, 0.0)] * sh.pp)
             rose += bounds._compose(sh, *args) > bounds._compose(without, *args)
     assert rose and bounds.failed is None
+
+
+def _small(version="2023-09", gpus=16, framework="megatron-llama"):
+    return run_config_from_dict({
+        "model": {"preset": "llama2-7b", "num_layers": 4},
+        "parallel": {"tp": 2, "pp": 1, "sequence_parallel": True, "distributed_optimizer": True,
+                     "overlap_grad_reduce": True,
+                     "overlap_param_gather": version >= "2023-10",
+                     "ddp_bucket_size": 100_000_000},
+        "training": {"global_batch_size": 32, "micro_batch_size": 2, "seq_length": 1024,
+                     "dtype": "bf16", "attention": "flash1", "framework": framework,
+                     "framework_version": version},
+        "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": gpus, "gpus_per_node": 8,
+                    "nic_gbit_s_per_gpu": 100}})
+
+
+def test_chakra_export_carries_every_backward_reductions(tmp_path):
+    """The Chakra trace holds the engine's m x buckets reduce-scatters as collectives (they
+    were written as compute: the copy-ins between them on the same stream broke the match of
+    tasks to collectives), their sizes summing to m x the rank's fp32 gradients, and reads
+    back to the same iteration time (mllama57 Leads 6)."""
+    from trainsim.interop.chakra import (
+        COMM_COLL_NODE,
+        COMM_TYPES,
+        export_chakra,
+        read_chakra,
+        read_et,
+    )
+    from trainsim.memory import stage_param_split
+
+    cfg = _small()
+    m = cfg.num_microbatches
+    expected = simulate(cfg).iteration_time_s
+    ex = export_chakra(cfg, tmp_path / "w")
+    assert read_chakra(tmp_path / "w") == pytest.approx(expected, rel=1e-9)
+    _, nodes = read_et(ex.paths[0])
+    rs = [n for n in nodes if n.type == COMM_COLL_NODE and n.name.startswith("grad reduce")]
+    assert m == 2 and len(rs) % m == 0 and len(rs) // m > 1
+    assert {n.attr("comm_type") for n in rs} == {COMM_TYPES["reduce_scatter"]}
+    params = sum(stage_param_split(cfg, 0))
+    assert sum(n.attr("comm_size") for n in rs) == pytest.approx(m * params * 4, rel=1e-6)
+
+
+def test_simai_rows_carry_every_backward_reductions():
+    """SimAI's rows reduce-scatter each bucket in every micro-batch's rows (the copy-in as
+    the row's compute), none in the leading data-parallel rows, which keep the gather;
+    Megatron-LM's distributed optimizer keeps its one reduction an iteration."""
+    from trainsim.interop.simai import simai_rows
+    from trainsim.memory import stage_param_split
+
+    cfg = _small()
+    m = cfg.num_microbatches
+    rows = simai_rows(cfg)
+    rs = [r for r in rows if r.wg[1] == "REDUCESCATTER"]
+    assert all(r.name.startswith("grad_reduce_c0_b") for r in rs)
+    assert len(rs) % m == 0 and len(rs) // m > 1
+    params = sum(stage_param_split(cfg, 0))
+    assert sum(r.wg[2] for r in rs) == pytest.approx(m * params * 4, rel=1e-6)
+    copies = sum(Pricer(cfg).compute.time(bucket_copy_in(cfg, r.wg[2] / 4)) for r in rs)
+    assert sum(r.wg[0] for r in rs) == pytest.approx(copies, rel=1e-6)  # (whole bytes)
+    assert [r.wg[1] for r in rows if r.name == "grad_gather"] == ["ALLGATHER"]
+    plain = simai_rows(_small("2023-05", framework="megatron-lm"))
+    assert [r.name for r in plain if r.wg[1] == "REDUCESCATTER"] == ["grad_param_comm"]

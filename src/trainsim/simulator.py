@@ -186,6 +186,8 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
         self._shares: dict[tuple[int, int], tuple[tuple[float, float], ...]] = \
             shared.setdefault("shares", {})
         self._comms: dict[tuple, float] = shared.setdefault("comms", {})  # comm()'s seconds
+        # each data-parallel collective task's op (one of ``count``), for exports (Chakra)
+        self.collectives: dict[int, Comm] = {}
         self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids
         self.bucket_shares: dict[int, tuple[tuple[float, float], ...]] = {}  # and their shares
         self.fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(self.pp)}
@@ -245,6 +247,7 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
             t = self._comms[key] = count * self.pricer.comm_time(
                 Comm(name, kind, size / count, group))  # type: ignore[arg-type]
         i = self.add((s, self.reduce_stream(group)), t, deps, label, DP)
+        self.collectives[i] = Comm(name, kind, size / count, group)  # type: ignore[arg-type]
         if not has_replica_reduce(kind, group, self.p.dp_replicate):
             return i, i  # no HSDP replica all-reduce follows
         replicas = replica_reduce(self.cfg, Comm(name, kind, size, group))  # type: ignore[arg-type]

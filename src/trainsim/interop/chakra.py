@@ -63,7 +63,7 @@ from trainsim.interop.chakra_read import (  # noqa: F401  (re-exported)
     trace_files,
 )
 from trainsim.limits import EXPORT_FLAG, check, check_simulation
-from trainsim.simulator import LayerSource, Pricer, build_tasks
+from trainsim.simulator import LayerSource, Pricer, build_graph
 from trainsim.workload.ops import Comm, Op
 
 # ------------------------------------------------------------------------ rank layout/groups
@@ -209,7 +209,8 @@ def _is_overlapped(op: Op | None, cfg: RunConfig) -> bool:
 
 class _Builder:
     def __init__(self, cfg: RunConfig, pricer: _RecordingPricer, tasks: list[Task],
-                 per_kernel: bool, timeline: Timeline | None = None) -> None:
+                 per_kernel: bool, timeline: Timeline | None = None,
+                 collectives: dict[int, Comm] | None = None) -> None:
         self.cfg, self.pricer, self.tasks, self.per_kernel = cfg, pricer, tasks, per_kernel
         # how much each task ran longer than its duration, slowed by side-stream collectives
         self.stretch = [timeline.stretch_s(i) for i in range(len(tasks))] if timeline else \
@@ -227,6 +228,11 @@ class _Builder:
         outside = [op for op in pricer.outside if op.name != "p2p"]
         dp_tasks = [i for i, t in enumerate(tasks) if t.detail is None and t.stream[1] == "dp"]
         self.dp_op = dict(zip(dp_tasks, outside)) if len(outside) == len(dp_tasks) else {}
+        # the graph's own record of its data-parallel collectives (``_TaskGraph.collectives``):
+        # each one, though priced once for equal ones (mllama58: Megatron-LLaMA's m x buckets
+        # of reduce-scatters with copy-ins between them on the same stream were all written
+        # as compute)
+        self.dp_op.update(collectives or {})
         self.p2p = next((op for op in pricer.outside if op.name == "p2p"), None)
 
     def add(self, stage: int, name: str, type_: int, stream: str, dur: float, data: list[int],
@@ -432,10 +438,11 @@ def export_chakra(cfg: RunConfig, prefix: str | Path, layer_source: LayerSource 
     """Write ``<prefix>.<rank>.et`` for every rank (or ``ranks``) and ``<prefix>.json``."""
     check_simulation(cfg, what=" (a trace holds the whole iteration)", flag=EXPORT_FLAG)
     pricer = _RecordingPricer(cfg)
-    tasks, ends = build_tasks(cfg, pricer, layer_source)
+    graph = build_graph(cfg, pricer, layer_source)
+    tasks, ends = graph.tasks, graph.ends
     timeline = run(tasks)
     iteration = max(timeline.end_s[e] for e in ends)
-    builder = _Builder(cfg, pricer, tasks, per_kernel, timeline)
+    builder = _Builder(cfg, pricer, tasks, per_kernel, timeline, graph.collectives)
     builder.build()
     layout = Layout(cfg)
     stage_groups = {s: list(dict.fromkeys(  # each stage's groups in the order first met

@@ -26,7 +26,9 @@ compute before them, and context-parallel ring exchanges their exposed time. Dat
 gradient reduction and the parameter all-gather are the first rows (their weight-gradient
 collective, which SimAI issues after the whole backward), as aicb writes them; the optimizer
 step is their input-gradient compute. One representative rank of the first pipeline stage is
-written (SimAI replicates it over stages and adds ``pp_comm`` sends).
+written (SimAI replicates it over stages and adds ``pp_comm`` sends). Where every micro-batch's
+backward reduce-scatters its buckets (Megatron-LLaMA's overlapped optimizer), those are rows of
+each micro-batch instead (``_every_backward_rows``).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from trainsim.errors import ConfigError
 from trainsim.limits import EXPORT_FLAG, check, check_simulation
 from trainsim.memory import stage_param_split
 from trainsim.simulator import LayerSource, Pricer
-from trainsim.workload.ddp_buckets import ddp_buckets
+from trainsim.workload.ddp_buckets import bucket_ready, ddp_buckets
 from trainsim.workload.head import (
     embedding_backward,
     embedding_forward,
@@ -53,7 +55,13 @@ from trainsim.workload.ops import Comm, Op
 from trainsim.workload.optimizer_impl import run_optimizer_step
 from trainsim.workload.recompute import layer_recompute, recompute_drops_fp8
 from trainsim.workload.shard import shard_of
-from trainsim.workload.sharding import ddp_bucket_prep, grad_buffer_rest
+from trainsim.workload.sharding import (
+    bucket_copy_in,
+    ddp_bucket_prep,
+    dp_bucket_count,
+    grad_buffer_rest,
+    reduces_every_microbatch,
+)
 
 KINDS = {"all_reduce": "ALLREDUCE", "all_gather": "ALLGATHER", "reduce_scatter": "REDUCESCATTER",
          "all_to_all": "ALLTOALL"}
@@ -123,8 +131,10 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
     zero = p.effective_zero_stage
     grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
     local = 0.0
-    for params, group, size, suffix in ((dense, "dp_cp", cfg.shard_ranks, ""),
-                                        (experts, "edp", cfg.edp if m.is_moe else 1, "_DP_EP")):
+    groups = ((dense, "dp_cp", cfg.shard_ranks, ""),
+              (experts, "edp", cfg.edp if m.is_moe else 1, "_DP_EP"))
+    every = reduces_every_microbatch(cfg, False)  # each micro-batch's rows reduce (below)
+    for params, group, size, suffix in groups:
         if params <= 0:
             continue
         local += params / (size if zero >= 1 else 1)
@@ -134,8 +144,9 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
             rows.append(Row(f"grad_allreduce{suffix.lower()}",
                             wg=(0.0, "ALLREDUCE" + suffix, int(params * grad_bytes))))
         else:
-            rows.append(Row(f"grad_param_comm{suffix.lower()}",
-                            wg=(0.0, "REDUCESCATTER" + suffix, int(params * grad_bytes))))
+            if not every:
+                rows.append(Row(f"grad_param_comm{suffix.lower()}",
+                                wg=(0.0, "REDUCESCATTER" + suffix, int(params * grad_bytes))))
             rows.append(Row(f"grad_gather{suffix.lower()}",
                             wg=(0.0, "ALLGATHER" + suffix, int(params * 2))))
     step = run_optimizer_step(cfg, local)
@@ -156,7 +167,7 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
             step_s += pricer.compute.time(rest)
     rows.append(Row("optimizer", ig=(step_s, "NONE", 0)))
     # one micro-batch: embedding, the stage's layers, the head when it is on this stage
-    mb: list[Row] = []
+    mb: list[Row] = _every_backward_rows(cfg, pricer, groups, grad_bytes) if every else []
     emb_f, emb_b = embedding_forward(cfg, sh), embedding_backward(cfg, sh)
     mb += _rows("embedding", _pieces(emb_f, pricer), _pieces(emb_b, pricer))
     cache: dict[tuple[bool | str, bool, bool], tuple[list, list]] = {}
@@ -185,6 +196,36 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
           "SimAI workload rows (every micro-batch's, each a task's worth)", EXPORT_FLAG,
           f"{cfg.num_microbatches:,} micro-batches x {len(mb):,} rows")
     return rows + mb * cfg.num_microbatches
+
+
+def _every_backward_rows(cfg: RunConfig, pricer: Pricer,
+                         groups: tuple[tuple[float, str, int, str], ...],
+                         grad_bytes: int) -> list[Row]:
+    """Where every micro-batch's backward reduce-scatters its gradient buckets
+    (``workload.sharding.reduces_every_microbatch``: Megatron-LLaMA's overlapped optimizer),
+    one row per bucket and data-parallel group in each micro-batch's rows, as the simulator
+    runs them (``last_backward._bucket_reductions``): the bucket's copy-in as the row's
+    weight-gradient compute, its reduce-scatter as the row's weight-gradient collective. Put
+    before the embedding, last bucket first, so that SimAI's backward (rows in reverse)
+    reaches them after the micro-batch's layers, first bucket first."""
+    p = cfg.parallel
+    ranges = cfg.virtual_stage_layers()
+    out: list[Row] = []
+    for v in range(0, len(ranges), p.pp):  # the first stage's chunks
+        chunk = v // p.pp
+        n = dp_bucket_count(cfg, len(ranges[v]), sum(g[0] for g in groups) / p.vpp, 0, chunk)
+        shares = ((1.0, 1.0),) if n == 1 else \
+            bucket_ready(cfg, ranges[v], v == 0, v == len(ranges) - 1)[1]
+        for k, share in enumerate(shares):
+            for params, group, size, suffix in groups:
+                part = params / p.vpp * share[group == "edp"]
+                if size <= 1 or part <= 0:
+                    continue
+                copy = bucket_copy_in(cfg, part)
+                out.append(Row(f"grad_reduce_c{chunk}_b{k}{suffix.lower()}",
+                               wg=(pricer.compute.time(copy) if copy is not None else 0.0,
+                                   "REDUCESCATTER" + suffix, int(part * grad_bytes))))
+    return out[::-1]
 
 
 def header(cfg: RunConfig) -> str:
