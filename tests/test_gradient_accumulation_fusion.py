@@ -132,3 +132,20 @@ def test_distributed_optimizer_rows_pay_the_adds():
         gaps[gpus] = off.predicted - fused.predicted
         assert fused.predicted < off.predicted < off.measured
     assert gaps[256] > gaps[512] > 0
+
+
+def test_shared_chunks_tell_the_two_optimizers_apart():
+    """A tuned row's candidates share priced chunks by ``memo.chunk_key``, which leaves the
+    overlap switches out: under Megatron-LLaMA the overlap picks the optimizer (the
+    DistributedOptimizer adds into main_grad in its chunks, the overlapped one copies into
+    buckets on its side stream), so each simulates inside the shared block as alone."""
+    from trainsim.memo import chunks_shared
+
+    do = _cfg(False, framework="megatron-llama", version="2023-09")
+    odo = _cfg(False, framework="megatron-llama", version="2023-09", overlap=True)
+    alone = [simulate(c).iteration_time_s for c in (do, odo)]
+    with chunks_shared():
+        shared = [simulate(c).iteration_time_s for c in (do, odo)]
+    with chunks_shared():
+        shared_rev = [simulate(c).iteration_time_s for c in (odo, do)][::-1]
+    assert shared == alone == shared_rev

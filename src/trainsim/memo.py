@@ -23,6 +23,7 @@ from trainsim.config import RunConfig
 from trainsim.memory import estimate_stage_memory
 from trainsim.pricing import Pricer
 from trainsim.workload.shard import Shard
+from trainsim.workload.sharding import reduces_every_microbatch
 
 R = TypeVar("R")
 
@@ -162,8 +163,12 @@ def config_key(cfg: RunConfig, left_out: Mapping[str, tuple[str, ...]]) -> Hasha
 
 def chunk_key(cfg: RunConfig) -> Hashable:
     """What of ``cfg`` its priced chunks depend on: every field of every section but
-    ``OPTIMIZER_SIDE``'s (raises ``Unkept`` for a value it cannot freeze)."""
-    return config_key(cfg, OPTIMIZER_SIDE)
+    ``OPTIMIZER_SIDE``'s (raises ``Unkept`` for a value it cannot freeze), and whether every
+    micro-batch's backward reduces its buckets (``workload.sharding.reduces_every_microbatch``,
+    read from the overlap and ZeRO switches under a profile that has it, Megatron-LLaMA's:
+    its overlapped optimizer moves the gradients into its buckets itself, so the chunks price
+    no main_grad accumulation, ``workload.wgrad_fusion``)."""
+    return (config_key(cfg, OPTIMIZER_SIDE), reduces_every_microbatch(cfg, False))
 
 
 def row_kept() -> dict[Hashable, Any] | None:

@@ -219,12 +219,13 @@ def reduces_every_microbatch(cfg: RunConfig, fsdp: bool, overlap: bool | None = 
     ``backward_epilogue`` adds the reduced shard into the accumulated one after each.
     ``overlap``: the gradient-reduce overlap to read it under (None: the run's own; the
     search's bound asks it of a layout before the candidates' overlap is chosen)."""
-    p = cfg.parallel
+    if not profile_supports(cfg, "dp_reduce_every_microbatch"):
+        return False  # first: the overlap and ZeRO switches are read only where it may apply
+    p = cfg.parallel  # (memo.chunk_key keys the chunks on the answer, as they read it)
     overlapped = p.overlap_grad_reduce if overlap is None else overlap
     return (not fsdp and overlapped and cfg.shard_ranks > 1
             and p.effective_zero_stage in (1, 2) and p.data_parallel_impl == "megatron"
-            and p.zero1_grad_reduce != "all_reduce"
-            and profile_supports(cfg, "dp_reduce_every_microbatch"))
+            and p.zero1_grad_reduce != "all_reduce")
 
 
 def fsdp_pp_mode(cfg: RunConfig) -> str | None:
