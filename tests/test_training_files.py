@@ -106,9 +106,11 @@ FILES = [
               mirrors=("NVIDIA+Megatron-LM",), mape=0.29, band=(-0.55, 0.05)),
     # 52nd session coordinator (the no-profile fallback): MAPE 17.5 %, -5.9 .. -27.1 %;
     # mllama57 (profile megatron-llama: every micro-batch's reduce-scatters): 13.3 %, -19.9 ..
-    # -0.3 %; the optimizers' order: test_training_megatron_llama.py
+    # -0.3 %; mllama58 (the DistributedOptimizer rows' unfused main_grad adds, the script's
+    # --no-gradient-accumulation-fusion): 12.9 %, -19.9 .. -0.4 %; the optimizers' order:
+    # test_training_megatron_llama.py
     CheckFile("megatron_llama", 8, script="megatron_llama_rows.py",
-              mirrors=("alibaba+Megatron-LLaMA",), mape=0.15, band=(-0.24, 0.05)),
+              mirrors=("alibaba+Megatron-LLaMA",), mape=0.14, band=(-0.24, 0.05)),
     CheckFile("mlm_llama", 3),  # no bound: the error is RESULTS.md's
     CheckFile("mlperf5", 20, exact=False),
     # amd (22nd session): MAPE 2.1 %, max 5.7 % (AMD MI355X); one prediction per GPU
