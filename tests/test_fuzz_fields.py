@@ -195,8 +195,12 @@ def test_chakra_groups_of_a_large_run_are_built_once_each(tmp_path, monkeypatch)
     assert out.exit_code == 0, out.output
     groups = json.loads((tmp_path / "e.json").read_text())
     seen = collections.Counter(r for ranks in groups.values() for r in ranks)
-    # every rank in each of the stage's two collective groups (tp and ep pairs), once
-    assert sorted(seen) == list(range(16384)) and set(seen.values()) == {2}
+    # every rank in each of the stage's five collective groups, once: the tp and ep pairs, the
+    # tied embedding's all-reduce pair, the data-parallel and expert-data-parallel groups of
+    # 4,096 (their gradient all-reduces: written as compute until mllama58, whose export
+    # takes them from the task graph's record, ``_TaskGraph.collectives``)
+    assert sorted(seen) == list(range(16384)) and set(seen.values()) == {5}
+    assert sorted(map(len, groups.values())).count(4096) == 8
     assert len(built) == len(groups) and set(built.values()) == {1}
 
 
