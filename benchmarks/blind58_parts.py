@@ -5,6 +5,7 @@ diagnostic: nothing here feeds trainsim; 58th session, blind58).
     PYTHONPATH=src:benchmarks python benchmarks/blind58_parts.py public --min 10
     PYTHONPATH=src:benchmarks python benchmarks/blind58_parts.py heldout --ids ROW [ROW ...]
     PYTHONPATH=src:benchmarks python benchmarks/blind58_parts.py heldout --features --moved 3
+    PYTHONPATH=src:benchmarks python benchmarks/blind58_parts.py all --twins    # ~1 s
 
 For each row of the file whose framework-blind prediction (``benchmarks/blind.py``: its
 ``framework`` cell an unknown name) takes another framework's profile than its own, the config
@@ -215,18 +216,79 @@ def feature_parts(cfg_b: RunConfig, cfg_n: RunConfig,
     return got
 
 
+NOT_CELLS = ("id", "source", "note", "framework", "framework_version", "measured_iteration_s",
+             "measured_peak_memory_gib", "memory_kind")
+"""Columns that are not a run's settings: what a row is called, where and how it was
+published, its framework (blinded) and that framework's release (which the fallback does not
+read), and the measurements."""
+
+
+def twins(paths: list[Path]) -> dict[tuple, list[tuple[str, str, str, float]]]:
+    """Rows of ``paths`` that name a framework, grouped by their settings (every cell but
+    ``NOT_CELLS``, as written): {settings: [(file, id, framework_version, measured s)]}, the
+    groups of two or more rows only. A blind reader sees one row of a group as it sees the
+    others, so it predicts them all alike."""
+    groups: dict[tuple, list[tuple[str, str, str, float]]] = {}
+    for path in paths:
+        with open(path, newline="") as fh:
+            for r in csv.DictReader(fh):
+                if not (r.get("framework") or "").strip():
+                    continue
+                key = tuple(sorted((k, v.strip()) for k, v in r.items()
+                                   if k not in NOT_CELLS and isinstance(v, str) and v.strip()))
+                groups.setdefault(key, []).append((path.stem, r["id"],
+                                                   r.get("framework_version") or "",
+                                                   float(r["measured_iteration_s"])))
+    return {k: v for k, v in groups.items() if len(v) > 1}
+
+
+def floor(measured: list[float]) -> tuple[float, float]:
+    """(the one prediction that minimizes the mean absolute percentage error over
+    ``measured``, that least mean APE): the weighted median of the times, each weighted by
+    1 / its time (the sum of |p - m| / m is piecewise linear in p, least at a measurement)."""
+    best = min(measured, key=lambda p: sum(abs(p - m) / m for m in measured))
+    return best, sum(abs(best - m) / m for m in measured) / len(measured)
+
+
+def twin_lines(paths: list[Path], spread: float = 0.05) -> list[str]:
+    """One block per group of rows with the same settings (:func:`twins`) whose measured
+    times differ by more than ``spread``: each row, and the least mean APE any one prediction
+    can reach on the group (:func:`floor`), what no rule on the cells can go below."""
+    lines = []
+    for rows in twins(paths).values():
+        times = [m for *_, m in rows]
+        if max(times) / min(times) - 1 <= spread:
+            continue
+        best, least = floor(times)
+        lines.append(f"{len(rows)} rows with one setting: the best one prediction {best:.4g} s "
+                     f"leaves a mean APE of {100 * least:.1f}%")
+        for label, rid, version, m in rows:
+            lines.append(f"  {label:28s} {rid:52s} {version:>10s} {m:9.4g} s "
+                         f"{100 * (best / m - 1):+7.1f}%")
+    return lines
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("which", help="public, heldout or a path")
+    ap.add_argument("which", help="public, heldout or a path (with --twins: any number, "
+                    "or all)", nargs="+")
     ap.add_argument("--min", type=float, default=0.0, help="blind |error| at least, %%")
     ap.add_argument("--ids", nargs="*", default=None)
     ap.add_argument("--features", action="store_true",
                     help="also each profile feature / default that differs, alone")
     ap.add_argument("--moved", type=float, default=0.0,
                     help="show only the parts that move the blind error this many points")
+    ap.add_argument("--twins", action="store_true",
+                    help="instead: the rows that share every setting but their framework's "
+                    "release, and the floor they put under any blind reading")
     args = ap.parse_args(argv)
-    with open(files([args.which])[0], newline="") as fh:
+    if args.twins:
+        which = ["public", "heldout", "checks"] if args.which == ["all"] else args.which
+        print("\n".join(twin_lines(files(which))))
+        return 0
+    with open(files(args.which[:1])[0], newline="") as fh:
         rows = list(csv.DictReader(fh))
+    pooled: list[tuple[float, float, float | str, float | str]] = []
     with toggles() as toggle:
         for row in rows:
             if args.ids is not None and row["id"] not in args.ids:
@@ -242,7 +304,24 @@ def main(argv: list[str]) -> int:
                 head, measured, _, blind_s, pieces = got
                 print("\n".join(part_lines(head, measured, blind_s, pieces, args.moved)),
                       flush=True)
+                by = {what: t for what, t, _ in pieces}
+                pooled.append((measured, blind_s, by["profile"],
+                               by["all fields, blind profile"]))
+    if pooled:
+        print(pooled_line(pooled))
     return 0
+
+
+def pooled_line(pooled: list[tuple[float, float, float | str, float | str]]) -> str:
+    """The rows' MAPE blind, with the named profile alone (the blind fields kept), and with
+    the named fields alone (the blind profile kept), from (measured, blind, profile, fields)
+    seconds per row: which of the two carries the blind miss."""
+    def mape(i: int) -> str:
+        got = [abs(x[i] / x[0] - 1) for x in pooled if not isinstance(x[i], str)]
+        return f"{100 * sum(got) / len(got):.1f}% ({len(got)} rows)" if got else "-"
+
+    return (f"{len(pooled)} rows: MAPE blind {mape(1)}; the named profile alone {mape(2)}; "
+            f"the named fields alone {mape(3)}")
 
 
 if __name__ == "__main__":
