@@ -57,3 +57,22 @@ def test_the_differing_fields_are_all_that_differ():
                                               framework_version=t.framework_version)
     assert parts.with_fields(cfg_b, changes) == cfg_n
     assert simulate(parts.with_fields(cfg_b, changes)).iteration_time_s == named.predicted
+
+
+def test_the_floor_is_the_best_single_prediction_of_rows_alike():
+    # p = 10: 0 + 0.5/10.5 + 10/20 = 0.548; p = 10.5: 0.05 + 0 + 0.475 = 0.525; p = 20: 1.905
+    best, least = parts.floor([10.0, 10.5, 20.0])
+    assert best == 10.5 and abs(least - 0.525 / 3) < 1e-12
+
+
+def test_twins_group_rows_alike_in_every_setting(tmp_path):
+    rows = ["id,source,note,model,gpu,num_gpus,framework,framework_version,measured_iteration_s",
+            "a,s1,n1,llama3-8b,h100-sxm-80gb,8,fw,26.04,10.0",
+            "b,s2,n2,llama3-8b,h100-sxm-80gb,8,fw,26.06,6.0",
+            "c,s3,n3,llama3-8b,b200-sxm-180gb,8,fw,26.06,5.0",
+            "d,s4,n4,llama3-8b,h100-sxm-80gb,8,,,7.0"]  # d names no framework
+    (tmp_path / "training_x.csv").write_text("".join(r + "\n" for r in rows))
+    groups = list(parts.twins([tmp_path / "training_x.csv"]).values())
+    assert groups == [[("training_x", "a", "26.04", 10.0), ("training_x", "b", "26.06", 6.0)]]
+    lines = parts.twin_lines([tmp_path / "training_x.csv"])
+    assert lines[0].startswith("2 rows with one setting: the best one prediction 6 s")
