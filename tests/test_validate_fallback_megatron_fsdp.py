@@ -98,3 +98,15 @@ def test_offloading_is_offered_only_to_unknown_frameworks_on_a_stack_that_has_it
     assert not offload_offered({}, framework_profile("megatron-core", None))  # named
     assert not offload_offered(blind, framework_profile("megatron-core", "0.4"))  # before it
     assert not offload_offered(blind, framework_profile("torchtitan", None))  # none recorded
+
+
+def test_a_zero3_row_read_as_megatron_core_is_said_to_run_megatron_fsdp():
+    """blind56 lead 5: a ZeRO-3 row Megatron-core reads (by fp8 without torch.compile, the
+    distributed optimizer, or a cuDNN attention FSDP2's models do not run) runs Megatron-FSDP;
+    its read_as said "DDP or distributed optimizer"."""
+    for cells in ({"fp8": True}, {"distributed_optimizer": "1"}, {"attention": "cudnn"}):
+        kwargs = {"attention": cells.pop("attention", "")}
+        name, _, why = fallback_choice("3", None, False, "", **kwargs, **cells)
+        assert name == "megatron-core" and "Megatron-FSDP" in why and "DDP" not in why, why
+    # an unsharded row read as Megatron-core keeps its DDP / distributed-optimizer reading
+    assert "DDP or distributed optimizer" in fallback_choice("1", None, False)[2]

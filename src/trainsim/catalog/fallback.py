@@ -133,7 +133,24 @@ MECHANISMS = {
     "megatron-deepspeed": "Megatron-DeepSpeed's mechanisms (Megatron TP/PP on DeepSpeed's "
                           "pipeline engine and ZeRO-1)",
 }
-"""What each fallback profile stands for, as a row's ``read_as`` says it."""
+"""What each fallback profile stands for, as a row's ``read_as`` says it (:func:`said`)."""
+
+MEGATRON_FSDP = ("Megatron-core's mechanisms (Megatron-FSDP: parameters, gradients and optimizer "
+                 "state sharded around Transformer Engine's layers, TP/SP/PP)")
+"""What Megatron-core stands for where it runs a ZeRO-3 row (``MEGATRON_SHARDED``, or the
+attention rule's ``cudnn`` + ZeRO-3), not its DDP or distributed optimizer."""
+
+
+def said(profile: str, zero_stage: object = None) -> str:
+    """What ``profile``'s mechanisms are for a row stating ``zero_stage``, as its ``read_as``
+    says it: ``MECHANISMS``, Megatron-core's sharded engine for a ZeRO-3 row."""
+    try:
+        stage = float(str(zero_stage).strip())
+    except ValueError:
+        stage = None
+    if profile == MEGATRON_SHARDED and stage == 3.0:
+        return MEGATRON_FSDP
+    return MECHANISMS.get(profile, f"{profile}'s mechanisms")
 
 
 def _stacks(kind: str) -> tuple[str, ...]:
@@ -188,7 +205,7 @@ def _megatron_sharded(zero_stage: object, replicas: object, date: str, fp8: bool
     version = entry_at(MEGATRON_SHARDED, date)
     if not _accepts(MEGATRON_SHARDED, version, zero_stage, replicas):
         return None
-    return MEGATRON_SHARDED, version, f"{why} Megatron-FSDP, {MECHANISMS[MEGATRON_SHARDED]}"
+    return MEGATRON_SHARDED, version, f"{why} {said(MEGATRON_SHARDED, zero_stage)}"
 
 
 def fallback_framework(zero_stage: object = None, replicas: object = None,
@@ -246,7 +263,7 @@ def fallback_choice(zero_stage: object = None, replicas: object = None,
                     others[0] if others else None)
         if runs is not None:
             why = f"{why}; {name}'s models run no {attention} attention (attention_kernels): " \
-                f"{MECHANISMS.get(runs[0], runs[0] + chr(39) + 's mechanisms')}"
+                f"{said(runs[0], zero_stage)}"
             name, version = runs
     return name, version, why
 
