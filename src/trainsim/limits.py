@@ -143,8 +143,14 @@ def check(name: str, estimate: float, what: str, flag: str, fix: str = "",
 def simulation_tasks(cfg: RunConfig, microbatches: int | None = None) -> float:
     """Engine tasks of one iteration of ``cfg`` (see the module table), or of a truncated one of
     ``microbatches`` (the steady-state shortcut's runs)."""
+    from trainsim.workload.pipe_engine import deepspeed_lockstep  # workload.ops imports this
+
     layers = cfg.model.num_layers + cfg.model.mtp_num_layers
-    return pass_tasks(cfg, microbatches) + 2.0 * layers + cfg.parallel.pp
+    p = cfg.parallel
+    # DeepSpeed's pipeline: a task per stage per step with transfers (``ds_lockstep``)
+    steps = 2.0 * ((cfg.num_microbatches if microbatches is None else microbatches) + p.pp
+                   - 1) * p.pp if deepspeed_lockstep(cfg) else 0.0
+    return pass_tasks(cfg, microbatches) + 2.0 * layers + p.pp + steps
 
 
 def pass_tasks(cfg: RunConfig, microbatches: int | None = None) -> float:

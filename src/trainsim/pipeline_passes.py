@@ -78,10 +78,11 @@ class PipelineTasks:
         def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int],
                      alone: bool = True) -> int: ...
 
-    def pass_specs(self) -> tuple[dict, list, dict, list, list[bool]]:
+    def pass_specs(self, sends: bool = True) -> tuple[dict, list, dict, list, list[bool]]:
         """Megatron's passes, resolved once: each chunk's first forward's gathers (added here),
-        each virtual stage's forward, first forward and backward (:meth:`_pass_spec`), and
-        per stage whether backwards go through :meth:`backward` (split, ZeRO-3)."""
+        each virtual stage's forward, first forward and backward (:meth:`_pass_spec`; with
+        their sends unless ``sends`` is False), and per stage whether backwards go through
+        :meth:`backward` (split, ZeRO-3)."""
         pp, vpp, last_v = self.pp, self.vpp, self.pp * self.vpp - 1
         # Megatron's overlap_param_gather: each chunk's parameters are gathered ahead of its
         # first forward (from the end of the previous step); ZeRO-3 gathers before every pass.
@@ -110,19 +111,22 @@ class PipelineTasks:
             if late:
                 self.first_bwd[v] = self._pass_spec(v % pp, self.pricer.price(late), False)
         # the same tasks pass_and_send would add
-        fwd_spec = [self._pass_spec(v % pp, self.work[v][0], v < last_v, True)
+        fwd_spec = [self._pass_spec(v % pp, self.work[v][0], sends and v < last_v, True)
                     for v in range(last_v + 1)]
         # torch's pipeline runtime gathers the chunks of its window as tasks of their own
         # (``_unshard``): then no forward leads with its gathers
         self.window = unshard_window(self.cfg) if self.gather_once else None
         if self.gather_once and self.window is None:
             # every chunk's first forward leads with its units' gathers
-            first_spec = {v: self._pass_spec(v % pp, self.gathered[v][0], v < last_v, True)
+            first_spec = {v: self._pass_spec(v % pp, self.gathered[v][0],
+                                             sends and v < last_v, True)
                           for v in range(last_v + 1)}
         else:
-            first_spec = {v: self._pass_spec(v % pp, wait + self.work[v][0], v < last_v, True)
+            first_spec = {v: self._pass_spec(v % pp, wait + self.work[v][0],
+                                             sends and v < last_v, True)
                           for v, wait in first_wait.items()}
-        bwd_spec = [self._pass_spec(v % pp, self.work[v][1], v > 0) for v in range(last_v + 1)]
+        bwd_spec = [self._pass_spec(v % pp, self.work[v][1], sends and v > 0)
+                    for v in range(last_v + 1)]
         slow_bwd = [any(size > 1 for _, _, size in self.groups[s]) for s in range(pp)]
         self.lone = lone_pass_specs(self, last_v, first_wait, self._memo)  # combined 1F1B
         return first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd
@@ -134,6 +138,10 @@ class PipelineTasks:
         if self.p.pipeline_schedule not in (None, "1f1b", "interleaved_1f1b"):
             from trainsim.pipeline import ScheduledPipeline
             ScheduledPipeline(self).place()
+            return
+        from trainsim.ds_lockstep import lockstep_applies, lockstep_tasks
+        if lockstep_applies(self):  # DeepSpeed's PipelineEngine: step by step
+            lockstep_tasks(self)  # type: ignore[arg-type]
             return
         pp, vpp, last_v = self.pp, self.vpp, self.pp * self.vpp - 1
         first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd = self.pass_specs()

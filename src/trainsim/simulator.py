@@ -160,7 +160,7 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
         self.reduce_every_mb = reduces_every_microbatch(cfg, self.fsdp)
         # Megatron's scatter-gather optimisation: each TP rank sends 1/tp of the activation
         # (DeepSpeed's PipelineEngine too: PartitionedTensor over the TP group).
-        act_bytes = sh.tokens * cfg.model.hidden_size * 2 / p.tp
+        act_bytes = self.act_bytes = sh.tokens * cfg.model.hidden_size * 2 / p.tp
         from trainsim.pipeline import pipeline_send_s  # the pipeline group's slowest hop
         send = pipeline_send_s(cfg, pricer, act_bytes)
         segs: tuple[tuple[str, float, str], ...] = ((PP, send, "p2p send"),)

@@ -34,6 +34,7 @@ from trainsim.config import RunConfig
 from trainsim.engine import Task, Timeline
 from trainsim.pricing import Priced, Pricer
 from trainsim.simulator import LayerSource, _TaskGraph
+from trainsim.workload.pipe_engine import deepspeed_lockstep
 from trainsim.workload.schedule import microbatch_group, pass_labels, schedule, torch_warmup
 
 
@@ -186,7 +187,8 @@ def uncontended_run(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | 
     stream or is not a plain pass (then the task graph is built)."""
     p = cfg.parallel
     if p.optimizer_post_validation or sends_overlap(cfg) or (
-            cfg.model.tied_embeddings and p.pp > 1):  # the embedding all-reduce
+            cfg.model.tied_embeddings and p.pp > 1) or \
+            deepspeed_lockstep(cfg):  # the embedding all-reduce; transfers as tasks
         return None
     tg = _TaskGraph(cfg, pricer, layer_source, m)
     if tg.fsdp:

@@ -70,6 +70,51 @@ def deepspeed_pipe_exchange(cfg: RunConfig, act_bytes: float) -> list[list[Comm]
     return [one, list(one)]
 
 
+Step = tuple[tuple[str, ...], tuple[str, int] | None]
+"""One step of ``TrainSchedule`` on one stage: its transfers in order (the instructions'
+names) and its pass (``("F", micro-batch)``, ``("B", micro-batch)``) or None."""
+
+
+def train_schedule(stage: int, stages: int, micro_batches: int) -> list[Step]:
+    """DeepSpeed's ``TrainSchedule(micro_batches, stages, stage_id).steps()`` read as steps
+    (microsoft/DeepSpeed v0.5.10, 3293cf72, deepspeed/runtime/pipe/schedule.py L189-283): of
+    ``2 (micro_batches + stages - 1)`` steps, even stages run forwards on even steps and odd
+    stages on odd ones, backwards on the others (``_step_to_micro_batch``; a micro-batch id
+    outside ``[0, micro_batches)`` is no pass). A forward step opens with ``RecvActivation``
+    of its micro-batch then ``SendGrad`` of the previous step's (both with the previous
+    stage), a backward step with ``SendActivation`` of the previous step's micro-batch then
+    ``RecvGrad`` of its own (both with the next stage); ``LoadMicroBatch`` and the reductions
+    after the last step are no transfers. Every step's transfers are with one neighbour, and
+    that neighbour's step makes the same ones in the same order."""
+    out: list[Step] = []
+    prev = -1
+    for step in range(2 * (micro_batches + stages - 1)):
+        forward = step % 2 == stage % 2
+        if forward:
+            mb = (step - stage) // 2  # _even/_odd_step_forward_id
+        else:
+            mb = (step - 2 * stages + stage + 1) // 2  # _even/_odd_step_backward_id
+        valid, was = 0 <= mb < micro_batches, 0 <= prev < micro_batches
+        if forward and stage > 0:
+            transfers = ("RecvActivation",) * valid + ("SendGrad",) * was
+        elif not forward and stage < stages - 1:
+            transfers = ("SendActivation",) * was + ("RecvGrad",) * valid
+        else:
+            transfers = ()
+        out.append((transfers, ("F" if forward else "B", mb) if valid else None))
+        prev = mb
+    return out
+
+
+def deepspeed_lockstep(cfg: RunConfig) -> bool:
+    """Whether the run's pipeline passes are placed step by step as DeepSpeed's PipelineEngine
+    runs ``TrainSchedule`` (``ds_lockstep``): DeepSpeed's data parallelism with pipeline
+    stages, Megatron's 1F1B order (what the schedule's steps give) and no interleaving."""
+    p = cfg.parallel
+    return p.data_parallel_impl == "deepspeed" and p.pp > 1 and p.vpp == 1 and \
+        p.pipeline_schedule in (None, "1f1b")
+
+
 def partitioned_full(cfg: RunConfig, full_bytes: float) -> list[Op]:
     """``PartitionedTensor.from_meta(...).full()`` of a tensor of ``full_bytes`` over the TP
     group: the meta read by the host, the zero-filled flat buffer, the rank's own slice copied
