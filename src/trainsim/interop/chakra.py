@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.config import RunConfig
+from trainsim.ds_lockstep import Exchange
 from trainsim.engine import Task, Timeline, run
 from trainsim.errors import TrainsimError
 from trainsim.interop.chakra_et import (  # noqa: F401  (re-exported)
@@ -254,11 +255,15 @@ class _Builder:
                 src = self.tasks[d].stream[0]
                 if src == stage:
                     deps.append(self.task_last[d])
-                else:
-                    size = self.p2p.bytes if self.p2p is not None else 0.0
+                else:  # a step's exchange waits for its peer to reach it: no data
+                    size = self.p2p.bytes if self.p2p is not None and not \
+                        isinstance(t.detail, Exchange) else 0.0
                     deps.append(self.add(stage, f"recv {self.tasks[d].label}", COMM_RECV_NODE,
                                          f"recv.{d}", 0.0, [], peer_stage=src, tag=d,
                                          comm=Comm("p2p", "send_recv", size, "pp")))
+            if isinstance(t.detail, Exchange):  # its contention after its transfers
+                self.task_last[i] = self._exchange(i, t, deps)
+                continue
             if self.stretch[i] > 0:  # the SMs that DP/PP collectives beside it held
                 deps = [self.add(stage, f"{t.label} (SM contention)", COMP_NODE, stream,
                                  self.stretch[i], deps)]
@@ -289,6 +294,29 @@ class _Builder:
         if last is None:  # no send after a pass ending in two branches: join them
             last = self.add(stage, f"{t.label}: join", COMP_NODE, stream, 0.0, head)
         return last
+
+    def _exchange(self, i: int, t: Task, deps: list[int]) -> int:
+        """One stage's side of a DeepSpeed step's transfers (``ds_lockstep.Exchange``), after
+        the 0-byte receive of its peer's readiness (``deps``): each send as a send node of its
+        time, each receive as a receive node on the same stream (the stage waits for it) that
+        ends with the peer's send; the two sides' sends and receives share the exchange's
+        tag. Read back, both sides start at the later
+        of the two stages and end with the last transfer, as the engine runs the step; where
+        side-stream collectives slowed this side, the time they took is a node after its
+        transfers (the side they did not slow is not held by it)."""
+        stage, stream = t.stream
+        ex: Exchange = t.detail  # type: ignore[assignment]
+        head = deps
+        for (sends, peer, nbytes), (_, dur, _) in zip(ex.messages, ex.segments):
+            comm = Comm("p2p", "send_recv", nbytes, "pp")
+            head = [self.add(stage, f"{t.label}: send", COMM_SEND_NODE, stream, dur, head,
+                             peer_stage=peer, tag=ex.tag, comm=comm) if sends else
+                    self.add(stage, f"{t.label}: receive", COMM_RECV_NODE, stream, 0.0, head,
+                             peer_stage=peer, tag=ex.tag, comm=comm)]
+        if self.stretch[i] > 0:
+            head = [self.add(stage, f"{t.label} (SM contention)", COMP_NODE, stream,
+                             self.stretch[i], head)]
+        return self._sends(i, t, head, [])
 
     def _plain(self, i: int, t: Task, deps: list[int]) -> int:
         stage, stream = t.stream
