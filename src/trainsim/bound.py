@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, TypeVar
 from trainsim.catalog.shared_sections import Unkept, frozen
 from trainsim.compute.host import loop_host_s
 from trainsim.config import RunConfig
+from trainsim.ds_lockstep import lockstep_applies, transfer
 from trainsim.ep_pairs import own_segments
 from trainsim.memo import config_key, row_kept
 from trainsim.optimizer_tasks import LAMB_NORMS_PER_LAYER
@@ -101,7 +102,20 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
     # stage count, chunk count or group size; both run on virtual stage s (chunk 0 * pp + s).
     # (in closed form: the whole order holds 2 m vpp passes, 56 M tuples for a row with a
     # global batch of 1e7 sequences, ~2 minutes a bound)
-    fill = [sum(f_on[u] + f_sent[u] for u in range(s)) for s in range(pp)]
+    hop = [f_on[u] + f_sent[u] for u in range(nv)]
+    back = [b_on[u] + b_sent[u] for u in range(nv)]
+    lock = lockstep_applies(graph)
+    if lock:
+        # DeepSpeed's steps (``ds_lockstep``): the same transfers on each stage's compute
+        # stream, one per step's message, so ``busy`` holds them as the folded passes do; but
+        # a stage's first forward waits for one transfer of its neighbour's forward, not two
+        # (and for its own receive, counted in its busy), and a backward's gradient goes back
+        # the same way: stage u passes on after its pass and, past the first, one transfer
+        x = transfer(graph)[0]
+        folded = x  # each stage but the first ends on its last gradient's send
+        hop = [graph.work[u][0].duration_s + (x if u else 0.0) for u in range(nv)]
+        back = [b_own[u] + (x if u else 0.0) for u in range(nv)]
+    fill = [sum(hop[:s]) for s in range(pp)]
     wait = shared("gathers", lambda: first_gathers_s(graph)) if cfg.schedule_steps == 1 \
         else [0.0]
     if any(wait):  # bound46: no first forward before its chunk's gathers, nor the next's
@@ -109,10 +123,10 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
         for s in range(pp):
             start = max(fill[s], wait[s], start)
             fill[s] = start
-            start += f_on[s] + f_sent[s]
+            start += hop[s]
     busy = [m * sum(f_on[v] + b_on[v] for v in range(s, nv, pp)) for s in range(pp)]
     # the last backward's gradient goes back to the first stage, whose step follows
-    drain = [b_sent[s] + sum(b_on[u] + b_sent[u] for u in range(s)) for s in range(pp)]
+    drain = [sum(back[:s]) + (0.0 if lock else b_sent[s]) for s in range(pp)]
     # bound46: a stage's step is the least of what its streams run after its last pass
     # (``after_last_pass``), asked of the first stage (every drain ends there) and of the
     # stage the step alone puts last (the first such), each at least its step; the other

@@ -67,15 +67,20 @@ def lockstep_applies(tg: _TaskGraph) -> bool:
         or tg.reduce_every_mb or tg.sync_every_mb or pairs_passes(tg.cfg))
 
 
+def transfer(tg: _TaskGraph) -> tuple[float, float]:
+    """(seconds, bytes) of one of a step's transfers: an activation or a gradient, with its
+    partition's meta tensor under TP (``deepspeed_pipe_exchange``)."""
+    comms = deepspeed_pipe_exchange(tg.cfg, tg.act_bytes)[0]
+    return sum(tg.pricer.comm_time(c) for c in comms), sum(c.bytes for c in comms)
+
+
 def lockstep_tasks(tg: _TaskGraph) -> None:
     """Place ``tg``'s pipeline passes as DeepSpeed's PipelineEngine runs them (see the module
     docstring); the graph's other tasks (reductions, the optimizer step) follow as for
     Megatron's schedule, after each stage's last task on its compute stream."""
     cfg, pp, m = tg.cfg, tg.pp, tg.m
     first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd = tg.pass_specs(sends=False)
-    comms = deepspeed_pipe_exchange(cfg, tg.act_bytes)[0]
-    seconds = sum(tg.pricer.comm_time(c) for c in comms)
-    nbytes = sum(c.bytes for c in comms)
+    seconds, nbytes = transfer(tg)
     steps = [train_schedule(s, pp, m) for s in range(pp)]
     tasks, tags = tg.tasks, tg.tags
     label_f, label_b = pass_labels("F", 0, m), pass_labels("B", 0, m)
