@@ -78,7 +78,7 @@ def lockstep_tasks(tg: _TaskGraph) -> None:
     """Place ``tg``'s pipeline passes as DeepSpeed's PipelineEngine runs them (see the module
     docstring); the graph's other tasks (reductions, the optimizer step) follow as for
     Megatron's schedule, after each stage's last task on its compute stream."""
-    cfg, pp, m = tg.cfg, tg.pp, tg.m
+    pp, m = tg.pp, tg.m
     first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd = tg.pass_specs(sends=False)
     seconds, nbytes = transfer(tg)
     steps = [train_schedule(s, pp, m) for s in range(pp)]
