@@ -11,8 +11,11 @@ deepspeed/runtime/pipe/schedule.py ``TrainSchedule`` and deepspeed/runtime/pipe/
   micro-batch), a backward step ``SendActivation`` then ``RecvGrad``. ``p2p.send``/``recv``
   are ``torch.distributed.send``/``recv`` with ``async_op`` refused, so the two run one after
   the other, not both ways at once as Megatron's ``send_forward_recv_backward`` batches them.
-  A pass that sends therefore waits for two transfers: its own and the one it receives in the
-  same step (the first and last stage, which exchange in only one kind of step, pay both there).
+  The simulator places the passes step by step (``train_schedule``, ``trainsim.ds_lockstep``):
+  each step's transfers a rendezvous of the two stages that make them, as blocking NCCL
+  sends and receives run. Where that placement does not apply (interleaving, other schedules,
+  ZeRO-3 units; ``ds_lockstep.lockstep_applies``) a pass that sends is folded with two
+  transfers, its own and the one it receives in the same step (``deepspeed_pipe_exchange``).
 * With TP > 1 the first output is split over the TP group (``PartitionedTensor``,
   ``is_pipe_partitioned``): each rank sends its 1/tp slice and a small meta tensor (two sends).
   The receiver all-gathers the slices before its forward (``part_input.full()``); a backward
