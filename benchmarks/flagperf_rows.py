@@ -25,10 +25,28 @@ import mirror_rows
 
 REPO_DIR = "FlagOpen+FlagPerf"
 COMMIT = "1b5a030398ab719e406f77877eb34c9599b17fd2"
-HEADER = mirror_rows.v2_header(note=["tied_embeddings", "attention_dropout", "hidden_dropout"])
+HEADER = mirror_rows.v2_header(note=["tied_embeddings", "attention_dropout", "hidden_dropout",
+                                     "nccl_version"])
 MEGATRON_LM = ("NVIDIA+Megatron-LM", "cac60ce4c8203e2ed18912be63d4dd577b46830d")
 """NVIDIA/Megatron-LM core_v0.6.0, the tag the Megatron-core cases clone
 (training/nvidia/docker_image/megatron_core060/Dockerfile: git clone -b core_v0.6.0)."""
+# case -> the FlagPerf Dockerfile its image is built from (the same FROM line at the commit that
+# set the case's table and at COMMIT), and the NCCL release of that NGC PyTorch container
+CONTAINERS = {
+    "llama3_8B-megatron": ("megatron_core060", "24.02"),
+    "llama3_70B-megatron": ("megatron_core060", "24.02"),
+    "llama2_70B-megatron": ("megatron", "23.09"),
+    "aquila2_7b-flagscale": ("flagscale", "23.09"),  # flagscale-nvidia/ at ec42133c
+    "llama2_7b-megatron-deepspeed": ("megatron-deepspeed", "23.09"),
+    "llama2_7b-deepspeed": ("deepspeed", "23.09"),
+}
+NGC_NCCL = {"24.02": "2.19.4", "23.09": "2.18"}
+"""NCCL in NGC's PyTorch containers. 24.02: 2.19.4, with CUDA 12.3.2 and cuDNN 9.0.0.306 (the
+24.02 containers' stack as cell-observatory/aovift README.md quotes NVIDIA's TensorFlow 24.02
+release notes; every framework container of a month carries the same CUDA, cuDNN and NCCL).
+23.09: 2.18 (23.08 shipped 2.18.3 per a copy of its release notes; NVIDIA/nccl v2.19.3-1 was
+tagged 2023-09-26, the container's own month; NVLS buffers are sized and placed alike at
+v2.18 and v2.19, memory.nccl_buffers, so a 2.19 would change nothing here)."""
 CORE06_DEFAULTS = {
     # megatron/training/arguments.py at core_v0.6.0: the defaults of the flags the llama3
     # scripts do not pass
@@ -246,6 +264,7 @@ def rows() -> list[dict[str, str]]:
             pp=str(pp), global_batch_size=str(gbs), micro_batch_size=str(mbs),
             dtype="fp8" if fp8 else "bf16", fp8_recipe="delayed" if fp8 else "",
             framework=framework, framework_version=version, memory_kind="device",
+            nccl_version=NGC_NCCL[CONTAINERS[case][1]],
             measured_iteration_s=f"{iteration_s(gbs, seq, tps, n):.6f}",
             measured_peak_memory_gib=mem.split("/")[0],
             note=(f"README row '{label} | {prec or '-'} | {par or '-'} | {fixhp} | {tps} | "
@@ -283,6 +302,10 @@ def check() -> list[str]:
         bad += [f"{case}: not in script: {p!r}" for p in phrases if p not in text]
         if CASES[case][2] == "megatron-core":  # the flags left to core_v0.6.0's defaults
             bad += [f"{case}: script passes {flag}" for flag in CORE06_UNSET if flag in text]
+    for case, (image, ngc) in CONTAINERS.items():
+        docker = mirror_rows.show(REPO_DIR, COMMIT, f"training/nvidia/docker_image/{image}/Dockerfile")
+        if f"FROM nvcr.io/nvidia/pytorch:{ngc}-py3" not in docker:
+            bad.append(f"{case}: {image}/Dockerfile is not built FROM pytorch:{ngc}-py3")
     args = mirror_rows.show(*MEGATRON_LM, "megatron/training/arguments.py")
     bad += [f"core_v0.6.0 arguments.py: no {d!r} ({what})" for d, what in CORE06_DEFAULTS.items()
             if d not in args]

@@ -19,6 +19,7 @@ from trainsim.config._build import (
     suggest,
     unknown_field,
 )
+from trainsim.config.nccl_release import nccl_release
 from trainsim.errors import ConfigError, TrainsimWarning
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4", "int8")
@@ -321,6 +322,9 @@ class ClusterConfig:
     link of a rail-optimized fat-tree among a collective's flows (congestion, ECMP)."""
     nvls: bool = True
     """Use NVLink SHARP where the GPU's NVSwitch has it (NCCL_NVLS_ENABLE)."""
+    nccl_version: str | None = None
+    """The NCCL release the run's stack loaded (``2.19.4``), which sizes NCCL's NVLS buffers
+    (``memory.nccl_buffers``); None = not stated: those buffers are not counted."""
     in_network_reduction: bool = False
     """The network's switches reduce (InfiniBand SHARP): enables NCCL's CollNet."""
     nccl_algo: str = "auto"
@@ -402,6 +406,8 @@ class ClusterConfig:
                               f"{suggest(str(self.nccl_proto), ('auto',) + PROTOCOLS)}; known: "
                               f"auto, {', '.join(PROTOCOLS)}")
         object.__setattr__(self, "nccl_proto", spelled)
+        if self.nccl_version is not None:  # refused here, in one line, if no release
+            nccl_release(self.nccl_version)
         self._check_topology()
         self._check_gpus_per_nic()
         fabric = str(self.fabric).strip().lower()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.memory.nccl_buffers import nvls_bytes, ranks_on_node
 from trainsim.memory.plain_step import fragmentation_bytes
 from trainsim.workload.vocab import rank_vocab
 
@@ -39,8 +40,8 @@ NCCL_GROUP_COMM_BYTES = 688e6
 """Device memory of one NCCL communicator once it has run a collective: ~544 MB for two ranks
 and ~688 MB for three or more on A100s with NVLink (NVIDIA/nccl#964, 2023): channel buffers
 for each protocol (NCCL_BUFFSIZE 4 MiB for Simple, plus LL and LL128) per peer and channel.
-H100s use more channels, and NCCL's NVLS buffer (not counted) adds 256 MiB per 8-GPU communicator
-from NCCL 2.21 (benchmarks/RESULTS.md 2026-11-25 ctxmem): this is no upper bound there."""
+H100s use more channels: this is no upper bound there. NCCL's NVLS buffers on NVSwitch nodes are
+counted apart, where the run states its NCCL release (``memory.nccl_buffers``)."""
 
 
 DEEPEP_NVL_RECV_TOKENS = {2: 256, 4: 256, 8: 256, 16: 288, 24: 288, 32: 288, 64: 288,
@@ -126,21 +127,38 @@ def communicator_sizes(cfg: RunConfig, stage: int = 0) -> list[int]:
     Pipeline sends and receives are not counted: PyTorch gives each (rank, peer) pair a
     communicator of its own that holds only point-to-point buffers, whose size no measurement
     here gives."""
-    p = cfg.parallel
-    groups = [cfg.cluster.num_gpus, p.tp, p.cp, cfg.dp]
+    return [size for size, _ in communicators(cfg, stage)]
+
+
+def communicators(cfg: RunConfig, stage: int = 0) -> list[tuple[int, int]]:
+    """(size, GPUs of it on one node) of each communicator of :func:`communicator_sizes`, in
+    Megatron's rank order (tensor-parallel ranks adjacent, then context-, data- and
+    pipeline-parallel: ``RankGenerator`` order ``tp-cp-ep-dp-pp``; an expert group's ranks
+    adjacent after its expert-tensor-parallel ones), ranks filling nodes in order."""
+    p, n = cfg.parallel, cfg.cluster.gpus_per_node
+    dp_stride = p.tp * p.cp
+    pp_stride = dp_stride * cfg.dp
+
+    def group(size: int, stride: int) -> tuple[int, int]:
+        return size, ranks_on_node(size, stride, n)
+
+    groups = [group(cfg.cluster.num_gpus, 1), group(p.tp, 1), group(p.cp, p.tp),
+              group(cfg.dp, dp_stride)]
     if p.dp_replicate > 1:
         # HSDP's two groups: the replica's shard group and the replicas of a shard (FSDP1
         # _init_intra_and_inter_node_groups; Megatron's intra- and inter-instance groups)
-        groups += [cfg.shard_ranks, p.dp_replicate]
+        groups += [group(cfg.shard_ranks, dp_stride),
+                   group(p.dp_replicate, dp_stride * cfg.shard_ranks)]
     if p.ep > 1:
-        groups += [p.ep, cfg.edp]
+        groups += [group(p.ep, p.etp), group(cfg.edp, p.etp * p.ep)]
     if p.pp > 1:
-        groups.append(p.tp * p.pp)
+        local_tp = ranks_on_node(p.tp, 1, n)
+        groups.append((p.tp * p.pp, local_tp * ranks_on_node(p.pp, pp_stride, n)))
         if stage in (0, p.pp - 1) and cfg.model.tied_embeddings:
-            groups.append(2)
+            groups.append(group(2, pp_stride * (p.pp - 1)))
         if p.data_parallel_impl == "deepspeed":
-            groups += [p.tp, p.pp]
-    return [g for g in groups if g > 1]
+            groups += [group(p.tp, 1), group(p.pp, pp_stride)]
+    return [g for g in groups if g[0] > 1]
 
 
 def reserved_bytes(cfg: RunConfig, backward_peak: float, step_peak: float,
@@ -170,10 +188,12 @@ def reserved_bytes(cfg: RunConfig, backward_peak: float, step_peak: float,
 
 def context_bytes(cfg: RunConfig, stage: int = 0) -> float:
     """Device memory outside PyTorch's allocator on one GPU of pipeline stage ``stage``: the CUDA
-    context, NCCL's buffers and DeepEP's or HybridEP's."""
-    nccl = sum(NCCL_PAIR_COMM_BYTES if g == 2 else NCCL_GROUP_COMM_BYTES
-               for g in communicator_sizes(cfg, stage))
-    return CUDA_CONTEXT_BYTES + nccl + deepep_buffer_bytes(cfg) + hybridep_buffer_bytes(cfg)
+    context, NCCL's buffers (each communicator's channel buffers, and its NVLS buffers where the
+    run states its NCCL release: ``memory.nccl_buffers``) and DeepEP's or HybridEP's."""
+    comms = communicators(cfg, stage)
+    nccl = sum(NCCL_PAIR_COMM_BYTES if g == 2 else NCCL_GROUP_COMM_BYTES for g, _ in comms)
+    return CUDA_CONTEXT_BYTES + nccl + nvls_bytes(cfg, comms) + deepep_buffer_bytes(cfg) \
+        + hybridep_buffer_bytes(cfg)
 
 
 def freed_logits_hole(cfg: RunConfig, stage: int) -> float:

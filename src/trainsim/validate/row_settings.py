@@ -103,6 +103,10 @@ COLUMN_FIELDS = {
     # AWS under NCCL 2.18.5, platform-aws.c): an optional column beyond format v2, empty or
     # absent = on where the GPU's NVSwitch has it
     "nvls": ("cluster", "nvls"),
+    # the NCCL release the run's stack loaded (2.19.4; an NGC container's, from NVIDIA's release
+    # notes), which sizes NCCL's NVLS buffers on NVSwitch nodes (memory.nccl_buffers): an
+    # optional column beyond format v2, empty or absent = not stated, those buffers not counted
+    "nccl_version": ("cluster", "nccl_version"),
     # the parts of a layer the run's CUDA graphs capture (Megatron-core / Megatron-Bridge
     # cuda_graph_scope, ';'-separated: attn;moe_router;moe_preprocess), with the cuda_graphs
     # option: an optional column beyond format v2, empty or absent = the whole layer
