@@ -56,9 +56,7 @@ def nvls_head_bytes(release: tuple[int, int, int], sm: int, multi_node: bool) ->
     minor = release[1]
     if minor < 17:
         return 0.0
-    if minor < 25:
-        channels = 16
-    elif sm < 100:
+    if minor < 25 or sm < 100:  # NCCL_NVLS_NCHANNELS 16 to v2.24; 16 on SM90 since
         channels = 16
     else:  # Blackwell: 32, and 24 within one NVLink domain from v2.27
         channels = 24 if minor >= 27 and not multi_node else 32
