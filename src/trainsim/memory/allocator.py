@@ -119,6 +119,8 @@ def communicator_sizes(cfg: RunConfig, stage: int = 0) -> list[int]:
       ``get_grad_norm_direct``), and, with tied embeddings, the two-rank group in which the
       first and last stage all-reduce the word embedding's gradient (Megatron's embedding
       group, DeepSpeed's ``tied_comms``);
+    - under fp8 with delayed scaling on Megatron, Transformer Engine's amax reduction group
+      (the tensor-, context- and data-parallel ranks of a stage, a group of its own);
     - DeepSpeed's pipeline engine builds its own groups beside the model's
       (deepspeed/runtime/pipe/topology.py ``PipelineParallelGrid``, v0.5.10): it gathers the
       stage outputs in its slice group (the tensor-parallel ranks again) and broadcasts the loss
@@ -151,6 +153,13 @@ def communicators(cfg: RunConfig, stage: int = 0) -> list[tuple[int, int]]:
                    group(p.dp_replicate, dp_stride * cfg.shard_ranks)]
     if p.ep > 1:
         groups += [group(p.ep, p.etp), group(cfg.edp, p.etp * p.ep)]
+    t = cfg.training
+    if p.data_parallel_impl == "megatron" and t.dtype == "fp8" and t.fp8_recipe == "delayed":
+        # Transformer Engine's delayed scaling all-reduces the amaxes in the fp8 group Megatron
+        # hands it, the tensor-, context- and data-parallel ranks of a stage (core_v0.6.0
+        # transformer_block.py L349 get_amax_reduction_group(with_context_parallel=True);
+        # TE v1.3 pytorch/fp8.py reduce_tensor_across_group_op_max L333): a group of its own
+        groups.append(group(dp_stride * cfg.dp, 1))
     if p.pp > 1:
         local_tp = ranks_on_node(p.tp, 1, n)
         groups.append((p.tp * p.pp, local_tp * ranks_on_node(p.pp, pp_stride, n)))
