@@ -58,6 +58,10 @@ CORE06_DEFAULTS = {
 }
 
 # case -> (README, the commit that set its table, the script that ran it, framework, version)
+# FlagScale (BAAI's Megatron-LM fork, no profile) is dated by its commit as the rows' notes name it
+# (FlagOpen/FlagScale 6fc099c85 "Merge the latest Megatron-LM (#7)" 2023-12-12; ed555321f 2023-10-23),
+# so the fallback reads the Megatron entries of that date (the out-of-place logit shift included:
+# cross_entropy.py L24 and llama_model.py L50 `output.float()` at both; RESULTS 58th session, memory58 3)
 CASES = {
     "llama3_8B-megatron": (
         "e203e1a4 (2024-05-09, #535) and 8badef22 (2024-05-14)",
@@ -67,10 +71,10 @@ CASES = {
         "training/benchmarks/llama3_70B/megatron/pretrain_llama3.sh", "megatron-core", "0.6"),
     "llama2_70B-megatron": (
         "ebe6776e (2024-01-15, #389; d7c16abc, 2024-02-06, #441)",
-        "training/benchmarks/llama2_70B/megatron/megatron_main.sh", "flagscale", "6fc099c"),
+        "training/benchmarks/llama2_70B/megatron/megatron_main.sh", "flagscale", "2023-12-12"),
     "aquila2_7b-flagscale": (
         "ec42133c (2023-11-10, #299)",
-        "training/benchmarks/aquila2_7b/flagscale/flagscale_main.sh", "flagscale", "ed55532"),
+        "training/benchmarks/aquila2_7b/flagscale/flagscale_main.sh", "flagscale", "2023-10-23"),
     "llama2_7b-megatron-deepspeed": (
         "d63cd410 (2024-02-06, #439)",
         "training/benchmarks/llama2_7b/megatron-deepspeed/megatron-deepspeed_main.sh",
