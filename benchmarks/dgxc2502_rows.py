@@ -14,6 +14,9 @@ import csv
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from deferral_cells import stated
+
 HERE = Path(__file__).resolve().parent
 REL = "@ 8f5cbb3799 (release v25.02; the tables changed from v25.01.1's, container nvcr.io/nvidia/nemo:24.12)"
 # dgxc2411 id stem -> (README, line of the BF16 / FP8 step times, title stem, seq,
@@ -83,7 +86,7 @@ def rows() -> list[dict]:
                     "and scale (training_dgxc.csv, whose note cites the recipe), re-measured in the "
                     f"24.12 container: {CHANGES[family]}; DGX H100 (8 GPUs per NVLink domain, 400 Gb/s "
                     "ConnectX-7 per GPU, inferred: the README names only 'H100 GPUs')")
-                out.append({k: r.get(k, "") for k in header})
+                out.append(stated({k: r.get(k, "") for k in header}))  # deferral_cells
     return out
 
 

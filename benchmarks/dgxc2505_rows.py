@@ -5,7 +5,8 @@ nvcr.io/nvidia/nemo:25.04 containers on GB200 NVL72 and DGX H100 (Llama 3.1 405B
 column it added (512 H100). Every figure is typed from the README line cited in the row; the
 layouts are the release's launch.sh and the NeMo commit its setup.sh checks out (see
 training_dgxc2505.md). Usage: python benchmarks/dgxc2505_rows.py > benchmarks/training_dgxc2505.csv;
-``--check`` re-reads the DeepSeek-V3 launch.sh's expert-TP lines from the mirror.
+``--check`` re-reads the DeepSeek-V3 launch.sh's expert-TP lines from the mirror, and the recipe
+lines of the deferral cells (``deferral_cells``).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import deferral_cells
 import mirror_rows
+from deferral_cells import COLUMNS, stated
 
-HEADER = mirror_rows.v2_header(ep=["etp"], note=["attention_dropout", "hidden_dropout"])
+HEADER = mirror_rows.v2_header(ep=["etp"], note=["attention_dropout", "hidden_dropout", *COLUMNS])
 # the DeepSeek-V3 launch.sh sets ETP=1 in its h100 and gb200 branches and passes it as
 # --expert_tensor_parallel_size (NeMo's perf script: the strategy's expert_tensor_parallel_size;
 # unset it would be Megatron-core's default, TP): (release commit, ETP=1 lines, the flag's line)
@@ -218,7 +221,8 @@ def deepseek() -> list[dict]:
 
 
 def rows() -> list[dict]:
-    return llama() + nemotron() + deepseek()
+    # the recipes' output-layer weight-gradient deferral (deferral_cells.STATED)
+    return [stated(r) for r in llama() + nemotron() + deepseek()]
 
 
 def check() -> list[str]:
@@ -230,7 +234,7 @@ def check() -> list[str]:
                            (flag, "--expert_tensor_parallel_size $ETP")):
             if want not in text[line - 1]:
                 bad.append(f"{LAUNCH} @{commit} line {line}: no {want!r}")
-    return bad
+    return bad + deferral_cells.check("dgxc2505-")
 
 
 def main() -> None:

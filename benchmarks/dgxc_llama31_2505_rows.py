@@ -16,10 +16,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import deferral_cells
 import mirror_rows
 from dgxc2505_rows import FP8, H100, HEADER, OVERLAP, PAO, REPO, measured, row
 
 REPO_DIR = "NVIDIA+dgxc-benchmarking"
+# the mirror where deferral_cells.check re-reads the recipe lines of the deferral cells
+NEMO_DIR = "NVIDIA+NeMo"
 COMMIT = "60d6fd3"
 LABEL = "@ 60d6fd3 (release v25.05.01, committed 2025-06-18)"
 README = "llama3.1/README.md"
@@ -61,7 +64,7 @@ def rows() -> list[dict]:
                   + (FP8 if dtype == "fp8" else BF16) + "; pipeline layout Et|(tt|)*62tL as "
                   "training_dgxc2505.csv's GB200 rows (the llama31_405b recipe's "
                   "account_for_embedding/loss_in_pipeline_split); " + H100)))
-    return out
+    return [deferral_cells.stated(r) for r in out]
 
 
 def check() -> list[str]:
@@ -80,7 +83,7 @@ def check() -> list[str]:
         bad.append(f"no layout row {LAYOUT_LINE!r}")
     launch = mirror_rows.show(REPO_DIR, COMMIT, "llama3.1/launch.sh")
     bad += [f"launch.sh lacks {p!r}" for p in LAUNCH_PHRASES if p not in launch]
-    return bad
+    return bad + deferral_cells.check("dgxc250501-")
 
 
 if __name__ == "__main__":

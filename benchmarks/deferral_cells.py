@@ -1,0 +1,190 @@
+"""The check files' cells for the output layer's deferred weight gradient (Megatron-core
+``defer_embedding_wgrad_compute`` / ``wgrad_deferral_limit``, ``trainsim.deferred_wgrad``), each
+from the line of the recipe its row ran:
+
+- NeMo-Framework-Launcher YAML (dgxc-benchmarking v24.11.1 / v25.02, nemo:24.09 / 24.12): the
+  Llama 3.1 70B / 405B and Nemotron-4 340B recipes set the model keys (22 / 50 / 22); NeMo's
+  megatron_gpt_model.py honours them under mcore_gpt with the Apex distributed Adam the yamls
+  name (NVIDIA/NeMo v2.0.0 e938df327c L844-854 clears the buffer, L869-886 drains it after the
+  schedule; v2.1.0 633cb60277 L880 / L905-922). GPT-3 175B's hydra yaml sets neither (NeMo's
+  default False).
+- NeMo 2.0 performance scripts (``pretrain_recipe(performance_mode=True)``): each recipe's
+  ``pretrain_performance_optimizations`` gives MegatronCommOverlapCallback the setting (the
+  callback's own default is off: nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py
+  ``defer_embedding_wgrad_compute = False``, ``wgrad_deferral_limit = -1``): gpt3_175b 50,
+  llama31_405b 50, llama3_70b 22, nemotron4_340b 22, the same lines at every tag v2.0.0 .. v2.5.0
+  (llama31_70b / llama31_8b / nemotron 70B: 50; mixtral, deepseek_v3, llama4: none). The perf
+  scripts turn it off only with Megatron FSDP (scripts/performance/utils.py), which no row uses.
+
+So the setting is per recipe (per model), not per framework release: no profile rule. Megatron-
+Bridge's pretraining recipes dropped it on 2025-10-03 (5d194b9c1, #607, before v0.2.0 = 25.11;
+v0.1.0rc3/rc4's llama31_405b.py / llama3_70b.py still set 50 / 22 when no comm_overlap is given);
+from v0.2.0 only fine-tuning configs set it, so no Bridge pre-training row here defers.
+
+    python benchmarks/deferral_cells.py --check            # every cited line against the mirrors
+    python benchmarks/deferral_cells.py --write FILE.csv   # fill a hand-kept file's cells in place
+
+The generators (dgxc2502_rows.py, dgxc2505_rows.py, dgxc_llama31_2505_rows.py) call
+:func:`stated` on each row; training_dgxc.csv and training_nemo_perf.csv have no generator and were
+filled with ``--write``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mirror_rows
+
+DGXC = "NVIDIA+dgxc-benchmarking"
+NEMO = "NVIDIA+NeMo"
+COLUMNS = ("defer_embedding_wgrad_compute", "wgrad_deferral_limit")
+RECIPES = "nemo/collections/llm/recipes"
+
+
+def _yaml(commit: str, path: str, line: int, limit: int) -> tuple:
+    return (limit, f"NVIDIA/dgxc-benchmarking@{commit} {path} L{line}-{line + 1}",
+            ((DGXC, commit, path, line, "defer_embedding_wgrad_compute: true"),
+             (DGXC, commit, path, line + 1, f"wgrad_deferral_limit: {limit}")))
+
+
+def _recipe(commit: str, recipe: str, line: int, limit: int, script: tuple) -> tuple:
+    """A NeMo 2 recipe's performance mode (lines ``line``, ``line + 1``), run by ``script``:
+    (repo, commit, path, line) of its ``pretrain_recipe(performance_mode=True)`` call."""
+    repo, s_commit, s_path, s_line = script
+    where = "NVIDIA/NeMo" if repo == NEMO else "NVIDIA/dgxc-benchmarking"
+    path = f"{RECIPES}/{recipe}.py"
+    cite = (f"NVIDIA/NeMo@{commit} {path} L{line}-{line + 1} (pretrain_performance_optimizations), "
+            f"run by {where}@{s_commit} {s_path} L{s_line} pretrain_recipe(performance_mode=True)")
+    return (limit, cite,
+            ((NEMO, commit, path, line, "defer_embedding_wgrad_compute=True"),
+             (NEMO, commit, path, line + 1, f"wgrad_deferral_limit={limit}"),
+             (repo, s_commit, s_path, s_line, "performance_mode=True")))
+
+
+def _nemo_script(commit: str, name: str, line: int, old: bool = False) -> tuple:
+    folder = "scripts/llm/performance" if old else "scripts/performance/llm"
+    return (NEMO, commit, f"{folder}/pretrain_{name}.py", line)
+
+
+# row id prefix -> (limit, citation, ((mirror, commit, path, line, text that line holds), ...))
+STATED = {
+    # dgxc-benchmarking v24.11.1 (35a9aecc8d) and v25.02 (8f5cbb3799): Launcher YAML
+    "dgxc2411-llama3.1-405b-": _yaml("35a9aecc8d", "llama3.1/llama3.1_405b.yaml", 124, 50),
+    "dgxc2411-llama3.1-70b-": _yaml("35a9aecc8d", "llama3.1/llama3.1_70b.yaml", 118, 22),
+    "dgxc2411-nemotron4-340b-": _yaml("35a9aecc8d", "nemotron/nemotron4-340b-synth.yaml", 214, 22),
+    "dgxc2502-llama3.1-405b-": _yaml("8f5cbb3799", "llama3.1/llama3.1_405b.yaml", 124, 50),
+    "dgxc2502-llama3.1-70b-": _yaml("8f5cbb3799", "llama3.1/llama3.1_70b.yaml", 118, 22),
+    # dgxc-benchmarking v25.04 (741c886025): the release's pretrain_llama31.py, NeMo d2b21556f2
+    "dgxc2504-llama3.1-405b-": _recipe("d2b21556f2", "llama31_405b", 241, 50,
+                                       (DGXC, "741c886025", "llama3.1/pretrain_llama31.py", 89)),
+    "dgxc2504-llama3.1-70b-": _recipe("d2b21556f2", "llama3_70b", 234, 22,
+                                      (DGXC, "741c886025", "llama3.1/pretrain_llama31.py", 76)),
+    "dgxc2504-nemotron4-340b-": _recipe("d2b21556f2", "nemotron4_340b", 214, 22,
+                                        _nemo_script("d2b21556f2", "nemotron4_340b", 56)),
+    # dgxc-benchmarking v25.05 (NeMo 7a8f1cc7bc / b4148d2169) and v25.05.01 (6f2c6fdaff)
+    "dgxc2505-llama3.1-405b-": _recipe("7a8f1cc7bc", "llama31_405b", 241, 50,
+                                       _nemo_script("7a8f1cc7bc", "llama31_405b", 65)),
+    "dgxc2505-nemotron4-340b-": _recipe("b4148d2169", "nemotron4_340b", 214, 22,
+                                        _nemo_script("b4148d2169", "nemotron4_340b", 62)),
+    "dgxc250501-llama3.1-405b-": _recipe("6f2c6fdaff", "llama31_405b", 241, 50,
+                                         _nemo_script("6f2c6fdaff", "llama31_405b", 65)),
+    # the NeMo performance summary: 25.02 = v2.2.0 (7192a2c944), 25.04 = v2.3.0 (2b03b748bb)
+    "nemo2502-gpt3-175b-": _recipe("v2.2.0", "gpt3_175b", 232, 50,
+                                   _nemo_script("v2.2.0", "gpt3_175b", 56, old=True)),
+    "nemo2502-llama3-70b-": _recipe("v2.2.0", "llama3_70b", 234, 22,
+                                    _nemo_script("v2.2.0", "llama3_70b", 56, old=True)),
+    "nemo2502-llama3-405b-": _recipe("v2.2.0", "llama31_405b", 241, 50,
+                                     _nemo_script("v2.2.0", "llama31_405b", 56, old=True)),
+    "nemo2502-nemotron4-340b-": _recipe("v2.2.0", "nemotron4_340b", 214, 22,
+                                        _nemo_script("v2.2.0", "nemotron4_340b", 54, old=True)),
+    "nemo2504-gpt3-175b-": _recipe("v2.3.0", "gpt3_175b", 232, 50,
+                                   _nemo_script("v2.3.0", "gpt3_175b", 62)),
+    "nemo2504-llama3-405b-": _recipe("v2.3.0", "llama31_405b", 241, 50,
+                                     _nemo_script("v2.3.0", "llama31_405b", 62)),
+    "nemo2504-nemotron4-340b-": _recipe("v2.3.0", "nemotron4_340b", 214, 22,
+                                        _nemo_script("v2.3.0", "nemotron4_340b", 60)),
+}
+
+
+def source_of(row_id: str) -> tuple | None:
+    """The STATED entry whose prefix starts ``row_id`` (None: its recipe states nothing)."""
+    hits = [v for k, v in STATED.items() if row_id.startswith(k)]
+    if len(hits) > 1:
+        raise ValueError(f"{row_id}: more than one STATED prefix")
+    return hits[0] if hits else None
+
+
+def clause(limit: int, cite: str) -> str:
+    """The note's account of the cells."""
+    return (f"output-layer weight gradient deferred to the pipeline drain: "
+            f"defer_embedding_wgrad_compute 1, wgrad_deferral_limit {limit} ({cite})")
+
+
+def stated(row: dict) -> dict:
+    """``row`` with the two cells (and a clause at the end of its note) where its recipe sets
+    them; the cells empty otherwise (the profile's rule: none for nemo)."""
+    out = {**row, **dict.fromkeys(COLUMNS, "")}
+    src = source_of(str(row["id"]))
+    if src is None:
+        return out
+    limit, cite, _ = src
+    out.update(defer_embedding_wgrad_compute=1, wgrad_deferral_limit=limit)
+    text = clause(limit, cite)
+    if text not in str(out["note"]):
+        out["note"] = f"{out['note']}; {text}"
+    return out
+
+
+def check(start: str = "") -> list[str]:
+    """Each STATED line (of the prefixes that begin with ``start``) against its mirror (empty:
+    all as typed)."""
+    bad, files = [], {}
+    for prefix, (_, _, lines) in STATED.items():
+        if not prefix.startswith(start):
+            continue
+        for repo, commit, path, line, want in lines:
+            key = (repo, commit, path)
+            if key not in files:
+                files[key] = mirror_rows.show(repo, commit, path).splitlines()
+            got = files[key][line - 1] if line <= len(files[key]) else ""
+            if want not in got:
+                bad.append(f"{prefix}: {repo} {commit} {path} line {line} is {got.strip()!r}, "
+                           f"not {want!r}")
+    return bad
+
+
+def write(path: Path) -> None:
+    """Fill ``path``'s two cells (adding the columns at the end where missing) in place,
+    keeping its line ending."""
+    with open(path, newline="") as fh:
+        raw = fh.read()
+    ending = "\r\n" if raw.split("\n", 1)[0].endswith("\r") else "\n"
+    rows = list(csv.DictReader(io.StringIO(raw, newline="")))
+    header = list(rows[0]) + [c for c in COLUMNS if c not in rows[0]]
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=header, lineterminator=ending)
+    w.writeheader()
+    w.writerows(stated(r) for r in rows)
+    with open(path, "w", newline="") as fh:
+        fh.write(out.getvalue())
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if args == ["--check"]:
+        bad = check()
+        print("\n".join(bad) or "every deferral line as in the mirrors")
+        sys.exit(1 if bad else 0)
+    if len(args) >= 2 and args[0] == "--write":
+        for name in args[1:]:
+            write(Path(name))
+        return
+    sys.exit("usage: deferral_cells.py --check | --write FILE.csv ...")
+
+
+if __name__ == "__main__":
+    main()
