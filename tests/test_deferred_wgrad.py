@@ -102,11 +102,16 @@ def test_graph_places_shorter_backwards_and_a_drain(limit):
     drain = next(i for i, t in enumerate(tasks) if t.label.startswith("deferred output-layer"))
     assert tasks[drain].stream == (last, "compute")
     assert tasks[drain].duration_s == pytest.approx(graph.deferral.drain.duration_s)
-    # the stage's step and its first bucket's reduction wait for the drain
+    # the stage's step and the tied embedding's all-reduce (finalize_model_grads) wait for the
+    # drain; no bucket's reduction does: Megatron-core's hook (and the schedule's
+    # grad_sync_func) issue them at the last backward, before the drain
     step = next(i for i, t in enumerate(tasks) if t.stream == (last, "compute")
                 and t.label == "optimizer step")
     assert drain in tasks[step].deps
-    assert any(drain in t.deps for t in tasks if t.stream == (last, "dp"))
+    dp = [t for t in tasks if t.stream == (last, "dp")]
+    buckets = [t for t in dp if t.label.startswith("grad reduce")]
+    assert buckets and all(i < drain for t in buckets for i in t.deps)
+    assert any(drain in t.deps for t in dp if t.label == "tied embedding all-reduce")
     # no other stage changes
     plain = build_graph(_cfg(defer=False), Pricer(_cfg(defer=False)))
     for s in range(last):

@@ -1,16 +1,22 @@
 """The output layer's deferred weight gradient (Megatron-core ``defer_embedding_wgrad_compute``,
-NeMo's MLPerf GPT-3 from v4.0): on the last pipeline stage the first ``wgrad_deferral_limit``
-micro-batches (0: all; ``catalog.framework_rules.deferred_microbatches``) run a backward
-without the output layer's weight-gradient GEMM and its input's sequence-parallel re-gather;
-their inputs and output gradients are kept, and after the schedule one task on that stage's
-compute stream computes them all (``workload.head.deferred_wgrad_ops``), in the cool-down's
-idle time of the last stage. NeMo runs it before it finishes the gradient reductions
-(NVIDIA/NeMo 24.09-alpha.rc0 megatron_gpt_model.py L877 ``drain_embedding_wgrad_compute``, then
-L898 ``_finish_bucket_grad_sync`` and L922 the first/last-stage embedding all-reduce;
-Megatron-LM 24.09-alpha.rc0 schedules.py L1123 / L1510: ``finish_embedding_wgrad_compute``
-before ``finalize_model_grads``), so the reduction of the bucket that holds the output weight
-waits for the drain, and the stage's step for it. ``simulator._TaskGraph`` reads
-:func:`deferral` once; ``pipeline_passes`` places the passes and the drain."""
+NeMo's MLPerf GPT-3 from v4.0, NeMo's Launcher and NeMo 2 performance recipes): on the last
+pipeline stage the first ``wgrad_deferral_limit`` micro-batches (0: all;
+``catalog.framework_rules.deferred_microbatches``) run a backward without the output layer's
+weight-gradient GEMM and its input's sequence-parallel re-gather; their inputs and output
+gradients are kept, and after the schedule one task on that stage's compute stream computes
+them all (``workload.head.deferred_wgrad_ops``), in the cool-down's idle time of the last stage;
+the stage's step waits for it. The data-parallel reduction of the bucket that holds the output
+weight does not: a deferred backward still returns a (dummy) weight gradient (Megatron-LM
+7094270c6f tensor_parallel/layers.py L521-551), so Megatron-core's DDP hook marks the weight
+ready and the bucket group's reduction starts at the last micro-batch's backward
+(distributed/param_and_grad_buffer.py L419-436), and the schedule calls each chunk's
+``grad_sync_func`` before ``finish_embedding_wgrad_compute`` (schedules.py L1070-1076,
+L1557-1576; Megatron-LM issue #1012 reports the order, closed unchanged). NeMo 1 with Apex's
+distributed Adam is the same: its ``grad_sync_func`` (NVIDIA/NeMo v2.0.0 megatron_gpt_model.py
+L685, ``reduce_overlap_gradients``: Apex ``try_grad_sync``, megatron_base_model.py L681-693)
+runs in the schedule, before megatron_gpt_model.py L886 drains and L907
+``_finish_bucket_grad_sync`` waits. ``simulator._TaskGraph`` reads :func:`deferral` once;
+``pipeline_passes`` places the passes and the drain."""
 
 from __future__ import annotations
 

@@ -270,16 +270,13 @@ class PipelineTasks:
 
     def _drain(self, drain: Priced, last_v: int) -> None:
         """The deferred output-layer weight gradients, on the last stage's compute stream after
-        its last pass; the bucket that holds the output weight is reduced after it
-        (``deferred_wgrad``)."""
+        its last pass (the stage's step behind it); the reductions of its buckets were issued
+        at the last backward as without deferral (``deferred_wgrad``)."""
         s = last_v % self.pp
         last = next(i for i in range(len(self.tasks) - 1, -1, -1)
                     if self.tasks[i].stream == (s, "compute"))
         self.tag = AFTER
-        i = self.add((s, "compute"), drain, [last], "deferred output-layer wgrad drain")
-        ready = self.last_bwd.get(last_v)
-        if ready:  # the head's bucket: the first its split backward makes ready
-            self.last_bwd[last_v] = [i, *ready[1:]]
+        self.add((s, "compute"), drain, [last], "deferred output-layer wgrad drain")
 
     def _unshard(self, s: int, chunk: int, gather: tuple[int, ...],
                  pending: dict[int, list[int]]) -> None:
