@@ -16,6 +16,8 @@ from the line of the recipe its row ran:
   (llama31_70b / llama31_8b / nemotron 70B: 50; mixtral, deepseek_v3, llama4: none). The perf
   scripts turn it off only with Megatron FSDP (scripts/performance/utils.py), which no row uses.
 
+- MLPerf Training v5.0 IBM+CoreWeave+NVIDIA Llama 3.1 405B (carina_ngpu*, NeMo 2): True, 50.
+
 So the setting is per recipe (per model), not per framework release: no profile rule. Megatron-
 Bridge's pretraining recipes dropped it on 2025-10-03 (5d194b9c1, #607, before v0.2.0 = 25.11;
 v0.1.0rc3/rc4's llama31_405b.py / llama3_70b.py still set 50 / 22 when no comm_overlap is given);
@@ -25,8 +27,8 @@ from v0.2.0 only fine-tuning configs set it, so no Bridge pre-training row here 
     python benchmarks/deferral_cells.py --write FILE.csv   # fill a hand-kept file's cells in place
 
 The generators (dgxc2502_rows.py, dgxc2505_rows.py, dgxc_llama31_2505_rows.py) call
-:func:`stated` on each row; training_dgxc.csv and training_nemo_perf.csv have no generator and were
-filled with ``--write``.
+:func:`stated` on each row; training_dgxc.csv, training_nemo_perf.csv and training_mlperf5.csv have
+no generator and were filled with ``--write``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ import mirror_rows
 
 DGXC = "NVIDIA+dgxc-benchmarking"
 NEMO = "NVIDIA+NeMo"
+MLCOMMONS50 = "mlcommons+training_results_v5.0"
+MLPERF50 = "0fdc28f013"
 COLUMNS = ("defer_embedding_wgrad_compute", "wgrad_deferral_limit")
 RECIPES = "nemo/collections/llm/recipes"
 
@@ -63,6 +67,26 @@ def _recipe(commit: str, recipe: str, line: int, limit: int, script: tuple) -> t
             ((NEMO, commit, path, line, "defer_embedding_wgrad_compute=True"),
              (NEMO, commit, path, line + 1, f"wgrad_deferral_limit={limit}"),
              (repo, s_commit, s_path, s_line, "performance_mode=True")))
+
+
+def _carina(gpus: int) -> tuple:
+    """MLPerf Training v5.0 IBM+CoreWeave+NVIDIA Llama 3.1 405B on ``gpus`` GB200 (NeMo 2,
+    Megatron-core DDP): config_common.sh exports the setting, conf/custom.yaml reads it into the
+    model config, pretrain.py hands it to MegatronCommOverlapCallback."""
+    d = (f"IBM+CoreWeave+NVIDIA/benchmarks/llama31_405b/implementations/"
+         f"carina_ngpu{gpus}_ngc25.04_nemo")
+    cite = (f"mlcommons/training_results_v5.0@{MLPERF50} {d}/config_common.sh L66-67, "
+            "conf/custom.yaml L84-85, pretrain.py L500-501")
+    return (50, cite,
+            ((MLCOMMONS50, MLPERF50, f"{d}/config_common.sh", 66,
+              "export DEFER_EMBEDDING_WGRAD_COMPUTE=True"),
+             (MLCOMMONS50, MLPERF50, f"{d}/config_common.sh", 67, "export WGRAD_DEFERRAL_LIMIT=50"),
+             (MLCOMMONS50, MLPERF50, f"{d}/conf/custom.yaml", 84, "DEFER_EMBEDDING_WGRAD_COMPUTE"),
+             (MLCOMMONS50, MLPERF50, f"{d}/conf/custom.yaml", 85, "WGRAD_DEFERRAL_LIMIT"),
+             (MLCOMMONS50, MLPERF50, f"{d}/pretrain.py", 500,
+              "defer_embedding_wgrad_compute=config.model.defer_embedding_wgrad_compute"),
+             (MLCOMMONS50, MLPERF50, f"{d}/pretrain.py", 501,
+              "wgrad_deferral_limit=config.model.wgrad_deferral_limit")))
 
 
 def _nemo_script(commit: str, name: str, line: int, old: bool = False) -> tuple:
@@ -107,6 +131,10 @@ STATED = {
                                      _nemo_script("v2.3.0", "llama31_405b", 62)),
     "nemo2504-nemotron4-340b-": _recipe("v2.3.0", "nemotron4_340b", 214, 22,
                                         _nemo_script("v2.3.0", "nemotron4_340b", 60)),
+    # MLPerf Training v5.0 (NVIDIA's own eos-dfw / Nebius Llama 3.1 405B configs keep custom.yaml's
+    # default False: no cells)
+    **{f"mlperf50-coreweave-llama3.1-405b-gb200-{n}": _carina(n)
+       for n in (512, 1024, 1536, 2048, 2496)},
 }
 
 

@@ -1,7 +1,8 @@
 """The check files' output-layer weight-gradient deferral cells (benchmarks/deferral_cells.py):
-each row whose recipe sets Megatron-core's ``defer_embedding_wgrad_compute`` / ``wgrad_deferral_limit``
-(NeMo Launcher YAML, NeMo 2 performance recipes) states it, the cited lines are the mirrors', the
-cells reach the simulation, and the profiles carry no rule (the setting is per recipe)."""
+each row whose recipe sets Megatron-core's ``defer_embedding_wgrad_compute`` /
+``wgrad_deferral_limit`` (NeMo Launcher YAML, NeMo 2 performance recipes, MLPerf v5.0 CoreWeave
+configs) states it, the cited lines are the mirrors', the cells reach the simulation, and the
+profiles carry no rule (the setting is per recipe)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CELLS = load_script(ROOT / "benchmarks" / "deferral_cells.py")
 # file -> rows whose recipe defers (the Launcher / NeMo 2 Llama 70B / 405B, GPT-3 175B and
 # Nemotron-4 340B recipes; GPT-3 on the Launcher, 8B / 15B, Mixtral and DeepSeek-V3 do not)
-FILES = {"dgxc": 24, "dgxc2502": 8, "dgxc2505": 20, "dgxc_llama31_2505": 2, "nemo_perf": 8}
+FILES = {"dgxc": 24, "dgxc2502": 8, "dgxc2505": 20, "dgxc_llama31_2505": 2, "nemo_perf": 8,
+         "mlperf5": 5}
 
 
 def _rows(name: str) -> list[dict]:
@@ -57,7 +59,7 @@ def test_no_prefix_claims_another_ones_rows():
 
 
 def test_cited_lines_are_the_mirrors():
-    for repo in ("NVIDIA+NeMo", "NVIDIA+dgxc-benchmarking"):
+    for repo in ("NVIDIA+NeMo", "NVIDIA+dgxc-benchmarking", "mlcommons+training_results_v5.0"):
         if not (mirror_git(repo) / "HEAD").exists():
             pytest.skip(f"no {repo.replace('+', '/')} mirror")
     assert CELLS.check() == []
