@@ -12,10 +12,9 @@ from the line of the recipe its row ran:
   ``pretrain_performance_optimizations`` gives MegatronCommOverlapCallback the setting (the
   callback's own default is off: nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py
   ``defer_embedding_wgrad_compute = False``, ``wgrad_deferral_limit = -1``): gpt3_175b 50,
-  llama31_405b 50, llama3_70b 22, nemotron4_340b 22, the same lines at every tag v2.0.0 .. v2.5.0
+  llama31_405b 50, llama3_70b 22, nemotron4_340b 22, the same setting at every tag v2.0.0 .. v2.5.0
   (llama31_70b / llama31_8b / nemotron 70B: 50; mixtral, deepseek_v3, llama4: none). The perf
   scripts turn it off only with Megatron FSDP (scripts/performance/utils.py), which no row uses.
-
 - MLPerf Training v5.0 IBM+CoreWeave+NVIDIA Llama 3.1 405B (carina_ngpu*, NeMo 2): True, 50.
 
 So the setting is per recipe (per model), not per framework release: no profile rule. Megatron-
