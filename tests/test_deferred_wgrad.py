@@ -168,6 +168,14 @@ def _public_row(row_id: str) -> dict[str, str]:
         return next(r for r in csv.DictReader(fh) if r["id"] == row_id)
 
 
+def test_refused_without_gradient_accumulation_fusion():
+    cfg = _cfg(framework="megatron-core", version="0.11")
+    cfg = dataclasses.replace(cfg, training=dataclasses.replace(
+        cfg.training, gradient_accumulation_fusion=False))
+    with pytest.raises(ConfigError, match="gradient accumulation fusion"):
+        simulate(cfg)
+
+
 def test_mlperf41_rows_with_their_config_scripts_cells_come_closer():
     # mlcommons/training_results_v4.1@b87b9e39 NVIDIA eos_n32 / eos_n64 config scripts L39-40:
     # DEFER_EMBEDDING_WGRAD_COMPUTE=True, WGRAD_DEFERRAL_LIMIT=65; logged step times in the row

@@ -64,6 +64,11 @@ def deferral(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk], m: int,
         raise ConfigError("parallel.defer_embedding_wgrad_compute is modelled under Megatron's "
                           "1F1B / interleaved schedules without ZeRO-3, combined 1F1B or MTP "
                           "layers; set it false")
+    if cfg.training.gradient_accumulation_fusion is False:
+        # Megatron-LM 7094270c6f model_parallel_config.py L372-376 refuses it (the drain
+        # accumulates into main_grad with the fused wgrad GEMM)
+        raise ConfigError("parallel.defer_embedding_wgrad_compute needs gradient accumulation "
+                          "fusion; training.gradient_accumulation_fusion is false")
     key = ("deferred_wgrad", n, total)
     hit = memo.get(key)
     if hit is None:
