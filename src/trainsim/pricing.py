@@ -38,12 +38,12 @@ from trainsim.gemm_overlap import (  # also from here
 from trainsim.network import network_for
 from trainsim.priced import Priced, interned, join, kept, shared  # shared: also from here
 from trainsim.workload.graph_scope import (
+    PartTables,
     captured_launches,
     captured_parts,
     graph_joins,
-    layer_parts,
+    part_tables,
 )
-from trainsim.workload.layers import layer_forward
 from trainsim.workload.moe_dispatch import dedups_per_node, exchange_sms
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
 from trainsim.workload.shard import shard_of
@@ -125,7 +125,7 @@ class Pricer:
         self.graph_parts = captured_parts(cfg)
         """Layer parts that scoped CUDA graphs replay (``workload.graph_scope``); empty: none
         scoped (eager, or whole-layer graphs)."""
-        self._part_tables: tuple[dict[str, str], dict[str, str]] | None = None
+        self._part_tables: PartTables | None = None
         whole = cfg.training.cuda_graphs and not self.graph_parts
         self.host_s_per_kernel = 0.0 if whole else host.HOST_S_PER_KERNEL
         self.blocking = cfg.training.cuda_launch_blocking
@@ -559,14 +559,11 @@ class Pricer:
         if not self.graph_parts or not ops:
             return None
         if self._part_tables is None:
-            sh = shard_of(self.cfg)
-            dense = layer_parts(layer_forward(self.cfg, sh, moe=False))
-            moe = layer_parts(layer_forward(self.cfg, sh, moe=True)) \
-                if self.cfg.model.is_moe else dense
-            self._part_tables = (dense, moe)
+            self._part_tables = part_tables(self.cfg, shard_of(self.cfg))
+        dense, moe, mamba = self._part_tables
         counts = [host.launches(op) for op in ops]
-        kept = captured_launches(ops, *self._part_tables, self.graph_parts, counts)
-        return host.scoped_launches(ops, kept, graph_joins(ops, *self._part_tables))
+        kept = captured_launches(ops, dense, moe, self.graph_parts, counts, mamba)
+        return host.scoped_launches(ops, kept, graph_joins(ops, dense, moe, mamba))
 
     @staticmethod
     def _issued(segs: list[tuple[str, float, str]], order: list[Op],

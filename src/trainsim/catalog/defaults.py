@@ -204,8 +204,9 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                           "``dtype`` it is; Megatron-core takes exp_avg_dtype / exp_avg_sq_dtype "
                           "with use_precision_aware_optimizer")
     scope = str(training.get("cuda_graph_scope") or "")
-    if "moe_router" in scope.lower() and profile.supports("moe_graph_scopes") is False:
-        raise ConfigError(f"training.cuda_graph_scope={scope} but {where} has no moe_router "
+    late = next((s for s in ("moe_router", "mamba") if s in scope.lower()), None)
+    if late and profile.supports("moe_graph_scopes") is False:
+        raise ConfigError(f"training.cuda_graph_scope={scope} but {where} has no {late} "
                           "graph scope (it arrived in Megatron-LM@2b343d739f, 2025-12-30, first "
                           "in core_v0.16.0; source: "
                           f"{feature_source(profile, 'moe_graph_scopes')})")

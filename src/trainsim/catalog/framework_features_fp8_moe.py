@@ -88,10 +88,11 @@ FP8_MOE_FEATURES: dict[str, Callable[[Any], str | None]] = {
     # are added inside the compiled activation, no bias kernel at all, which also drops the
     # separate fc2 bias kernel a multi_stream experts implementation adds otherwise
     "moe_bias_loop": _nullable(_bool),
-    # Megatron-core's MoE layer CUDA-graph scopes ``moe_router`` / ``moe_preprocess``
-    # (transformer/enums.py ``CudaGraphScope``, added 2025-12-30 by 2b343d739f, first in
-    # core_v0.16.0; core_v0.15.0's ``cuda_graph_scope`` is a string: full, attn,
-    # full_iteration); false: a config naming them is refused; null: not recorded (allowed)
+    # Megatron-core's MoE layer CUDA-graph scopes ``moe_router`` / ``moe_preprocess`` and the
+    # Mamba layers' ``mamba`` (transformer/enums.py ``CudaGraphScope``, added 2025-12-30 by
+    # 2b343d739f, first in core_v0.16.0; core_v0.15.0's ``cuda_graph_scope`` is a string:
+    # full, attn, full_iteration); false: a config naming them is refused; null: not recorded
+    # (allowed)
     "moe_graph_scopes": _nullable(_bool),
     # fp8 delayed scaling updates each Transformer Engine module's amax history and scales at
     # the start of its forward and of its backward (TE <= 1.5; ``workload.layers``)

@@ -7,9 +7,13 @@ from __future__ import annotations
 from trainsim.config._build import suggest
 from trainsim.errors import ConfigError
 
-GRAPH_SCOPES = ("full", "full_iteration", "attn", "mlp", "moe", "moe_router", "moe_preprocess")
-"""Megatron-core's ``CudaGraphScope`` members that a transformer layer has (core_v0.16.0
-transformer/enums.py L70-79, less ``mamba``), with the deprecated ``full``."""
+GRAPH_SCOPES = ("full", "full_iteration", "attn", "mlp", "moe", "moe_router", "moe_preprocess",
+                "mamba")
+"""Megatron-core's ``CudaGraphScope`` members (core_v0.16.0 transformer/enums.py L70-79;
+``CudaGraphModule`` at d0b3b775, enums.py L61-73), with the deprecated ``full``. ``mamba``
+captures a hybrid model's Mamba layers whole (cuda_graphs.py ``_layer_is_graphable``
+L1645-1647; module.py ``_te_cuda_graph_capture`` L279-284: the layer's forward); with no
+Mamba layer it captures nothing, as Megatron-core takes it."""
 
 WHOLE_LAYER = ("full", "full_iteration")
 """Scopes that capture the whole layer (``full``: Megatron-core's empty scope; ``full_iteration``:

@@ -21,6 +21,12 @@ for one ``make_graphed_callables`` call), replayed once forward and once backwar
 ``Graphed``), even where trainsim's op list puts the shared experts after the eager
 unpermutation (``graph_joins``).
 
+A hybrid model's Mamba layer (``mamba``) is graphed whole or not at all: core_v0.16.0
+transformer/cuda_graphs.py ``_layer_is_graphable`` (L1645-1647) takes a ``MambaLayer`` only
+under ``mamba``, and ``GraphableMegatronModule._te_cuda_graph_capture`` (module.py L279-284)
+captures its whole forward (norm, mixer, residual add); its ops share names with the
+attention block's (``out_proj``) but never its scope (``mamba_parts``).
+
 The parts are found by position in the layer's forward op list (``workload.layers.
 layer_forward``): everything before the pre-MLP norm is the attention block. An op of another
 list (backward, recomputation) belongs to the forward op whose name its own extends
@@ -34,8 +40,11 @@ from collections.abc import Sequence
 
 from trainsim.config import RunConfig
 from trainsim.config.graph_scope import WHOLE_LAYER
+from trainsim.config.hybrid import MAMBA
+from trainsim.workload.layers import layer_forward
 from trainsim.workload.moe_block import SHARED_EXPERT_PREFIX, shared_expert_overlap
 from trainsim.workload.ops import Comm, Elementwise, Op
+from trainsim.workload.shard import Shard
 
 MOE_DTOH_COPIES = 4
 """Of ``moe_tokens_to_host``'s launches (``moe_block.MOE_KERNELS['preprocess']``: 6 reductions
@@ -82,6 +91,29 @@ def layer_parts(fwd: Sequence[Op]) -> dict[str, str]:
     return out
 
 
+PartTables = tuple[dict[str, str], dict[str, str], "dict[str, str] | None"]
+"""``layer_parts`` of a dense and an MoE layer, ``mamba_parts`` of a Mamba layer (None: the
+model has none)."""
+
+
+def part_tables(cfg: RunConfig, sh: Shard) -> PartTables:
+    """The part tables of ``cfg``'s layers (the MoE table the dense one for a dense model)."""
+    dense = layer_parts(layer_forward(cfg, sh, moe=False))
+    moe = layer_parts(layer_forward(cfg, sh, moe=True)) if cfg.model.is_moe else dense
+    mamba = mamba_parts(layer_forward(cfg, sh, MAMBA)) \
+        if MAMBA in (cfg.model.hybrid_layer_pattern or "") else None
+    return dense, moe, mamba
+
+
+def mamba_parts(fwd: Sequence[Op]) -> dict[str, str]:
+    """A Mamba layer's forward op names -> ``mamba``, and the stem of each dotted name
+    (``ssd``), so that its backward's own kernels (``ssd.dt_clone``) belong to it too."""
+    out = dict.fromkeys((op.name for op in fwd), "mamba")
+    for op in fwd:
+        out.setdefault(op.name.split(".", 1)[0], "mamba")
+    return out
+
+
 def captured_parts(cfg: RunConfig) -> frozenset[str]:
     """The parts ``training.cuda_graph_scope`` captures (empty: none is scoped, i.e. no graphs
     or the whole layer, which ``Pricer`` prices without host cost)."""
@@ -101,19 +133,23 @@ def captured_parts(cfg: RunConfig) -> frozenset[str]:
             parts.add("shared")
     if "moe_preprocess" in scope:
         parts |= {"moe_preprocess", "moe_dtoh"}
+    if "mamba" in scope:
+        parts.add("mamba")
     return frozenset(parts)
 
 
 def captured_launches(ops: Sequence[Op], dense: dict[str, str], moe: dict[str, str],
-                      parts: frozenset[str], launches: Sequence[int]) -> list[int]:
+                      parts: frozenset[str], launches: Sequence[int],
+                      mamba: dict[str, str] | None = None) -> list[int]:
     """For each op of a layer's list (issue order), how many of its ``launches`` a graph
     replays: all of an op in a captured part, none of an op that makes the host wait (except
     ``moe_tokens_to_host`` under ``moe_preprocess``: its reductions in the graph, its
     ``MOE_DTOH_COPIES`` copies and the wait outside), none of an op of no known layer part.
     ``dense`` / ``moe``: ``layer_parts`` of the two layer kinds; a list with a router is an
-    MoE layer's."""
+    MoE layer's; ``mamba``: ``mamba_parts`` of a hybrid model's Mamba layer, whose list holds
+    an op no other layer has."""
     names = [op.name.removeprefix("recompute.") for op in ops]
-    table = moe if any(_is_router(n) for n in names) else dense
+    table = _table(names, dense, moe, mamba)
     out = []
     for op, name, n in zip(ops, names, launches):
         part = _part(name, table)
@@ -128,14 +164,25 @@ def captured_launches(ops: Sequence[Op], dense: dict[str, str], moe: dict[str, s
     return out
 
 
-def graph_joins(ops: Sequence[Op], dense: dict[str, str], moe: dict[str, str]) -> list[bool]:
+def graph_joins(ops: Sequence[Op], dense: dict[str, str], moe: dict[str, str],
+                mamba: dict[str, str] | None = None) -> list[bool]:
     """For each op of a layer's list, whether a run of captured ops starting at it belongs to
     a graph another run of the layer already replays: the shared experts', which Megatron-core
     captures in the router's callable (transformer_layer.py L961-966) while ``workload.layers``
     issues them after the unpermutation. Arguments as ``captured_launches``'."""
     names = [op.name.removeprefix("recompute.") for op in ops]
-    table = moe if any(_is_router(n) for n in names) else dense
+    table = _table(names, dense, moe, mamba)
     return [_part(name, table) == "shared" for name in names]
+
+
+def _table(names: Sequence[str], dense: dict[str, str], moe: dict[str, str],
+           mamba: dict[str, str] | None) -> dict[str, str]:
+    """The part table of the layer whose op ``names`` these are (``captured_launches``)."""
+    if any(_is_router(n) for n in names):
+        return moe
+    if mamba and any(_part(n, dense) is None and _part(n, mamba) for n in names):
+        return mamba
+    return dense
 
 
 def _part(name: str, table: dict[str, str]) -> str | None:
