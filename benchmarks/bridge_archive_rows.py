@@ -44,8 +44,25 @@ PUBLIC = Path(__file__).resolve().parents[1] / "src/trainsim/data/validation/tra
 HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"],
                                fp8_recipe=["num_layers_at_end_in_bf16"])
 HYBRID_HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"],
+                                      options=["cuda_graph_scope"],
                                       fp8_recipe=["num_layers_at_end_in_bf16", "fp8_param_gather"])
-"""The ``--hybrid`` file's columns: ``HEADER`` and ``fp8_param_gather``."""
+"""The ``--hybrid`` file's columns: ``HEADER``, ``cuda_graph_scope`` and ``fp8_param_gather``."""
+ALL_SCOPES = "attn;mamba;moe_router;moe_preprocess"
+HYBRID_GRAPHS = {"Nemotron_3_Nano": {"": ALL_SCOPES, "DGX-H100 FP8": "mamba",
+                                     "DGX-H100 BF16": "attn;mamba"},
+                 "Nemotron_3_Super": {"": ALL_SCOPES, "DGX-B200 MXFP8": "", "DGX-B200 BF16": "",
+                                      "DGX-B200 NVFP4": "mamba;attn;moe_router;moe_preprocess"}}
+"""The CUDA-graph scopes of the hybrid rows' performance recipes, by system and precision (""
+for the rest; an empty scope: no graphs), the same in Megatron-Bridge v0.4.2 (26.04.01) and
+v0.5.0 (26.06): scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py
+(v0.5.0 L31-39 ``BASE_NEMOTRON_3_NANO_CONFIG``: ``cuda_graph_impl="transformer_engine"``, the
+four scopes on every system; L74-89 H100: FP8_CS ``["mamba"]``, BF16 ``["attn", "mamba"]``;
+L98-107 ``BASE_NEMOTRON_3_SUPER_CONFIG``: the four; L141-157 B200: ``cuda_graph_impl="none"``
+but NVFP4, which graphs the four again; v0.4.2 L31-39, L70-85, L94-103, L133-149). Where a
+recipe graphs, the row states ``dp_overlap;cuda_graphs``: the model recipes set
+``overlap_grad_reduce`` and ``overlap_param_gather`` (recipes/nemotronh/nemotron_3_super.py
+L122-123, nemotron_3_nano.py L180-181, both releases) and Super's no ``CommOverlapConfig`` (no
+TP overlap; Nano's ``tp_comm_overlap`` acts on no row: TP 1)."""
 SUPER_NVFP4_PARAM_GATHER = {"26.06": "0"}
 """Megatron-Bridge@v0.5.0 scripts/performance/configs/nemotronh/nemotron_3_llm_pretrain.py L42-46
 ``set_nemotron_3_super_common_configs``: under nvfp4 ``cfg.mixed_precision.fp4_param_gather =
@@ -319,7 +336,16 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
             elif prec == "NVFP4":
                 note.append("bf16_with_nvfp4_mixed: no BF16 layers, fp4_param_gather on "
                             "(Megatron-Bridge@067f987d training/mixed_precision.py L405-418)")
-            note.append("recompute, sequence parallel, dispatcher and overlaps not stated")
+            scope = None
+            if hybrid:
+                graphs = HYBRID_GRAPHS[name]
+                scope = graphs.get(f"{t['system']} {prec}", graphs[""])
+            if scope:
+                note.append(f"the recipe's TE-scoped CUDA graphs ({scope}) and DP overlap "
+                            "(HYBRID_GRAPHS); recompute, sequence parallel and dispatcher not "
+                            "stated")
+            else:
+                note.append("recompute, sequence parallel, dispatcher and overlaps not stated")
             if t["ga"] != "-":
                 dp = int(t["gpus"]) // (int(t["tp"]) * int(t["pp"]) * int(t["cp"]))
                 ga = int(t["gbs"]) // (dp * int(t["mbs"]))
@@ -351,6 +377,8 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
                        global_batch_size=t["gbs"], micro_batch_size=t["mbs"], dtype=dtype,
                        fp8_recipe=recipe, num_layers_at_end_in_bf16=tail,
                        **({"fp8_param_gather": gather} if hybrid else {}),
+                       **({"options": "dp_overlap;cuda_graphs", "cuda_graph_scope": scope}
+                          if scope else {}),
                        framework="megatron-bridge",
                        framework_version=SECTIONS[t["section"]],
                        measured_iteration_s=f"{iteration_s(t, tok):.4f}", note="; ".join(note))
