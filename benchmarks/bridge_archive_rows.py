@@ -29,6 +29,7 @@ difference.  Nothing here is fitted.
 
 from __future__ import annotations
 
+import ast
 import csv
 import re
 import sys
@@ -62,7 +63,13 @@ but NVFP4, which graphs the four again; v0.4.2 L31-39, L70-85, L94-103, L133-149
 recipe graphs, the row states ``dp_overlap;cuda_graphs``: the model recipes set
 ``overlap_grad_reduce`` and ``overlap_param_gather`` (recipes/nemotronh/nemotron_3_super.py
 L122-123, nemotron_3_nano.py L180-181, both releases) and Super's no ``CommOverlapConfig`` (no
-TP overlap; Nano's ``tp_comm_overlap`` acts on no row: TP 1)."""
+TP overlap; Nano's ``tp_comm_overlap`` acts on no row: TP 1). ``--check`` reads them again
+from the recipe file at each release's tag (``recipe_configs``)."""
+RECIPE_FILE = "scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py"
+RECIPE_TAGS = {"26.04.01": "v0.4.2", "26.06": "v0.5.0"}
+RECIPE_PRECISION = {"MXFP8": "FP8_MX", "NVFP4": "NVFP4", "BF16": "BF16", "FP8": "FP8_CS"}
+"""The archive's precision -> the recipe name's (the H100 rows' FP8: current scaling, the
+only H100 FP8 recipe of the file)."""
 SUPER_NVFP4_PARAM_GATHER = {"26.06": "0"}
 """Megatron-Bridge@v0.5.0 scripts/performance/configs/nemotronh/nemotron_3_llm_pretrain.py L42-46
 ``set_nemotron_3_super_common_configs``: under nvfp4 ``cfg.mixed_precision.fp4_param_gather =
@@ -423,9 +430,52 @@ def mirror_table(text: str) -> list[dict[str, str]]:
     return out
 
 
+def recipe_configs(text: str) -> dict[str, dict]:
+    """Each ``NAME = WorkloadBaseConfig(...)``, ``replace(BASE, ...)`` or ``OTHER`` of a
+    workload base config file: its keyword settings (literals), the base's resolved."""
+    out: dict[str, dict] = {}
+    for node in ast.parse(text).body:
+        if not isinstance(node, ast.Assign) or not isinstance(node.targets[0], ast.Name):
+            continue
+        name, v = node.targets[0].id, node.value
+        if isinstance(v, ast.Name) and v.id in out:
+            out[name] = out[v.id]
+        elif isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and \
+                v.func.id in ("WorkloadBaseConfig", "replace"):
+            base = out[v.args[0].id] if v.args and isinstance(v.args[0], ast.Name) else {}
+            out[name] = {**base, **{k.arg: ast.literal_eval(k.value) for k in v.keywords}}
+    return out
+
+
+def recipe_scope_differences() -> list[str]:
+    """``HYBRID_GRAPHS`` against each hybrid row's recipe at its release's tag."""
+    bad, files = [], {}
+    for t in table():
+        name = re.sub(r"\s*\(.*\)", "", t["model"])
+        if name not in HYBRID_GRAPHS:
+            continue
+        tag = RECIPE_TAGS[t["section"]]
+        if tag not in files:
+            files[tag] = recipe_configs(mirror_rows.show(REPO_DIR, tag, RECIPE_FILE))
+        key = (f"{name.upper()}_PRETRAIN_CONFIG_{t['system'].removeprefix('DGX-')}_"
+               f"{RECIPE_PRECISION[t['precision']]}_V1")
+        cfg = files[tag].get(key)
+        if cfg is None:
+            bad.append(f"line {t['line']}: no {key} at {tag}")
+            continue
+        got = "" if cfg.get("cuda_graph_impl", "none") == "none" else \
+            ";".join(cfg.get("cuda_graph_scope") or [])
+        graphs = HYBRID_GRAPHS[name]
+        want = graphs.get(f"{t['system']} {t['precision']}", graphs[""])
+        if got != want:
+            bad.append(f"line {t['line']}: HYBRID_GRAPHS {want!r} != {key} at {tag}: {got!r}")
+    return bad
+
+
 def check() -> list[str]:
-    """Differences between ``TABLE`` / ``HELD`` and the mirror and the other files."""
-    bad = []
+    """Differences between ``TABLE`` / ``HELD`` / ``HYBRID_GRAPHS`` and the mirror and the other
+    files."""
+    bad = recipe_scope_differences()
     want = mirror_table(mirror_rows.show(REPO_DIR, COMMIT, ARCHIVE))
     mine = table()
     if len(want) != len(mine):

@@ -13,6 +13,7 @@ one layer's graphed parameters are ready when its backward ends: where eager one
 from __future__ import annotations
 
 import csv
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from tests.test_cuda_graph_scope import MOE_SCOPE, _cfg, _counts
 from trainsim.catalog import run_config_from_dict
 from trainsim.compute import host
+from trainsim.config.graph_scope import graph_scope_checked
 from trainsim.config.hybrid import ATTENTION, MAMBA, MOE
 from trainsim.errors import ConfigError
 from trainsim.simulator import simulate
@@ -109,3 +111,24 @@ def test_scoped_graphs_expose_the_gradient_reduction_no_more_than_eager():
                                                        "moe_preprocess")
     assert out[1].breakdown["other_s"] < out[0].breakdown["other_s"]
     assert out[1].exposed_comm["dp"] == pytest.approx(out[0].exposed_comm["dp"], rel=0.02)
+
+
+def test_the_nemotron3_rows_scopes_are_their_recipes():
+    """benchmarks/training_nemotron3.csv's ``cuda_graph_scope`` cells are
+    ``bridge_archive_rows.HYBRID_GRAPHS``', which match each row's recipe in Megatron-Bridge
+    v0.4.2 / v0.5.0 nemotron_3_workload_base_configs.py (read from the mirror where it is)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bridge_archive_rows as gen
+    import mirror_rows
+
+    rows = _nemotron3()
+    assert {r["cuda_graph_scope"] for r in rows.values()} == {
+        "", "mamba", "attn;mamba;moe_router;moe_preprocess",
+        "mamba;attn;moe_router;moe_preprocess"}
+    for r in rows.values():
+        assert bool(r["cuda_graph_scope"]) == (r["options"] == "dp_overlap;cuda_graphs")
+        scope = tuple(r["cuda_graph_scope"].split(";")) if r["cuda_graph_scope"] else ()
+        assert graph_scope_checked(scope, True) == scope
+    if not mirror_rows.mirror(gen.REPO_DIR).exists():
+        pytest.skip("no Megatron-Bridge mirror")
+    assert gen.recipe_scope_differences() == []
