@@ -154,7 +154,8 @@ class TrainingConfig:
     ``cfg.model.cuda_graph_scope``): ``attn`` (input norm, attention, its residual add),
     ``mlp`` (a dense layer's MLP block), ``moe`` (a drop-and-pad MoE block), ``moe_router``
     (pre-MLP norm, router, shared experts unless overlapped), ``moe_preprocess`` (the token
-    dispatcher's metadata and first permutation; needs ``moe_router``). Empty, ``full`` or
+    dispatcher's metadata and first permutation; needs ``moe_router``), ``mamba`` (a hybrid
+    model's Mamba layers, whole). Empty, ``full`` or
     ``full_iteration``: the whole layer. The rest runs eagerly (``workload.graph_scope``)."""
     no_grad_clip: bool = False
     """The loop steps the optimizer without clipping gradients by norm: the optimizer step's
