@@ -10,10 +10,11 @@ from helpers import random_config
 import trainsim.steady_state as steady
 from trainsim import run_config_from_dict
 from trainsim.engine import run
+from trainsim.engine.periodic import REL_TOL
 from trainsim.errors import ConfigError
 from trainsim.pricing import Pricer
 from trainsim.simulator import build_graph
-from trainsim.steady_grid import uncontended_run
+from trainsim.steady_grid import period_on_grid, uncontended_run
 
 
 def _cfg(pp: int, vpp: int | None, m: int, **parallel):
@@ -126,8 +127,8 @@ def test_the_grid_proof_refuses_what_the_task_graph_proof_refuses(cfg):
     answers = set()
     for at in range(shift, len(orders[0]) + 1):
         task = steady._one_run(cfg, graph, tl, orders, warm, at, shift, plan.q)
-        on_grid = steady.period_on_grid(grid_run, warm, at, shift, plan.q, plan.m_a,
-                                        steady.REL_TOL)
+        on_grid = period_on_grid(grid_run, warm, at, shift, plan.q, plan.m_a,
+                                        REL_TOL)
         assert (task is None) == (on_grid is None), at
         answers.add(on_grid is None)
     assert answers == {True, False}
@@ -144,8 +145,8 @@ def test_the_grid_proof_refuses_what_the_task_graph_proof_refuses(cfg):
                 grid_run.end[j] += delta
                 grid_run.timeline.end_s[j] += delta
                 task = steady._one_run(cfg, graph, tl, orders, warm, cut, shift, plan.q)
-                on_grid = steady.period_on_grid(grid_run, warm, cut, shift, plan.q, plan.m_a,
-                                                steady.REL_TOL)
+                on_grid = period_on_grid(grid_run, warm, cut, shift, plan.q, plan.m_a,
+                                                REL_TOL)
                 assert (task is None) == (on_grid is None), (s, k, delta)
                 refused += on_grid is None
     assert refused > 0
