@@ -132,12 +132,11 @@ def test_steady_state_shortcut_equals_full_simulation(vpp, micro):
     assert_same_simulation(fast, full)
 
 
-def test_partial_deferral_is_simulated_in_full():
-    cfg = _cfg(micro=300, limit=40)  # long enough for the shortcut, were it one period
+def test_partial_deferral_takes_the_shortcut_past_the_limit():
+    cfg = _cfg(micro=300, limit=40)  # periodic again after the 40th (test_steady_deferral)
     fast = simulate(cfg)
-    assert fast.simulation["method"] == "full"
-    assert "40 of 300" in fast.simulation["reason"]
-    assert fast.iteration_time_s == simulate(cfg, keep_timeline=True).iteration_time_s
+    assert fast.simulation["method"] == "steady-state"
+    assert_same_simulation(fast, simulate(cfg, keep_timeline=True))
 
 
 def test_lower_bound_holds():

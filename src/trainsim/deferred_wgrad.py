@@ -80,14 +80,3 @@ def deferral(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk], m: int,
                                    pricer.price(deferred_wgrad_ops(cfg, sh, fwd, total)))
     return hit
 
-
-def partial_deferral(cfg: RunConfig) -> str | None:
-    """Why the periodic steady state cannot stand for an iteration that defers some of its
-    micro-batches but not all (two kinds of last-stage backward, so no one period through the
-    steady phase); None where it defers all or none."""
-    m = cfg.num_microbatches
-    total = deferred_microbatches(cfg, m)
-    if 0 < total < m:
-        return (f"the output layer's weight gradient deferred for {total} of {m} micro-batches "
-                "(wgrad_deferral_limit): no single period")
-    return None

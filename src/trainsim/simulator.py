@@ -13,7 +13,7 @@ from trainsim.catalog.framework_rules import sends_overlap
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import Chunk, LayerSource
 from trainsim.config import RunConfig
-from trainsim.deferred_wgrad import deferral, partial_deferral
+from trainsim.deferred_wgrad import deferral
 from trainsim.engine import Task, gc_paused, run
 from trainsim.errors import ConfigError
 from trainsim.last_backward import SplitBackwardTasks
@@ -383,8 +383,6 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
     if keep_timeline:  # say so only where the shortcut would have run: the reason otherwise
         shortcut, why = steady_state.plan(cfg)
         reason = reason if shortcut is not None else why
-    elif (partial := partial_deferral(cfg)) is not None:
-        reason = partial
     else:  # the periodic steady state extrapolated, where it is proven
         summary, reason = steady_state.attempt(cfg, pricer, layer_source)
     method = "steady-state" if summary is not None else "full"

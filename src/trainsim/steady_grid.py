@@ -2,7 +2,7 @@
 
 Where no task of the truncated run slows a stream (no data-parallel or expert-parallel peers,
 so no gradient reductions, parameter gathers or split last backward; blocking sends, folded
-into their passes; untied embeddings), the whole run is Megatron's passes, one per schedule
+into their passes; untied embeddings; no output-layer weight gradient deferred), the whole run is Megatron's passes, one per schedule
 position of each stage, and each stage's optimizer step after its last pass. Every task then
 starts at the latest end of its stream's previous task and its dependencies (the event loop's
 uncontended pass, ``engine.loop``), and the run is a max-plus recurrence on a grid of
@@ -191,7 +191,7 @@ def uncontended_run(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | 
             deepspeed_lockstep(cfg):  # the embedding all-reduce; transfers as tasks
         return None
     tg = _TaskGraph(cfg, pricer, layer_source, m)
-    if tg.fsdp:
+    if tg.fsdp or tg.deferral:  # a deferred output-layer wgrad: other backwards and a drain
         return None
     _, fwd, first, bwd, slow_bwd = tg.pass_specs()  # gathers, if any, are in tg.tasks
     specs = [*fwd, *bwd, *first.values()]

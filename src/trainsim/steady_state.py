@@ -22,7 +22,10 @@ ends the rest waits on at A's cut and one period earlier (PP64 vpp 2: 49k tasks,
 Where tasks slow each other in every period, one run (B) is enough where the loop's whole
 state one period before the cut repeats at it (:func:`engine.periodic.period_of_state_s`);
 A is simulated only where B does not prove it. The shortcut is tried down to iterations of
-twice B's micro-batches.
+twice B's micro-batches. Where the output layer's weight gradient is deferred for the first
+micro-batches but not all (``wgrad_deferral_limit``, :mod:`trainsim.deferred_wgrad`), A's
+period starts after the last stage's last deferred backward (:func:`_past_deferred`): A, B and
+the iteration defer the same ones and drain the same count, and the periods are the same.
 
 The zero-bubble schedules ZB-H1, ZB-H2, ZB-V and interleaved ZB, DualPipeV and DualPipe
 (:data:`NAMED`) repeat too: in their steady phase each rank runs one micro-batch's passes (F, I,
@@ -63,6 +66,7 @@ import math
 from dataclasses import dataclass
 from operator import attrgetter
 
+from trainsim.catalog.framework_rules import deferred_microbatches
 from trainsim.combined_1f1b import pairs_passes
 from trainsim.config import RunConfig
 from trainsim.engine import run
@@ -176,10 +180,38 @@ def plan(cfg: RunConfig) -> tuple[Plan | None, str]:
     # after the cut keeps the period plain pairs (else no proof ever matches, edge48).
     after = 0 if warm0 else 1
     m_a = q * math.ceil((warm0 + unit + 1 + after) / unit)
+    cut, why = m_a * vpp - warm0 - after, ""
+    deferred = deferred_microbatches(cfg, m)
+    if 0 < deferred < m:  # wgrad_deferral_limit: periodic from the first backward that does not
+        m_a, cut = _past_deferred(cfg, m_a, cut, unit, deferred)
+        why = f", past the {deferred:,} that defer the output layer's weight gradient"
     if 2 * (m_a + q) > m:  # B alone (which proves most periods) would cost half or more
-        return None, (f"{m:,} micro-batches: the truncated runs ({m_a:,} and {m_a + q:,}) "
+        return None, (f"{m:,} micro-batches: the truncated runs ({m_a:,} and {m_a + q:,}{why}) "
                       "would cost half the full simulation or more")
-    return Plan(m_a, q, m_a * vpp - warm0 - after, unit), ""
+    return Plan(m_a, q, cut, unit), ""
+
+
+def _past_deferred(cfg: RunConfig, m_a: int, cut: int, unit: int, deferred: int
+                   ) -> tuple[int, int]:
+    """The least run A from ``m_a`` micro-batches on (whole periods more) whose period, the
+    last stage's ``unit`` pairs before its cut, comes after every backward of the first
+    ``deferred`` micro-batches through the last virtual stage (their output-layer weight
+    gradient left to the drain, ``deferred_wgrad``), and its cut. A, B and the iteration then
+    defer the same micro-batches and drain the same count (the prefix), and every period
+    inserted is of backwards that do not defer: the iteration is B with periods inserted, as
+    without the deferral. ``cut``: ``m_a``'s, in stage 0's steady pairs (:func:`plan`)."""
+    p = cfg.parallel
+    pp, vpp, q = p.pp, p.vpp, unit // p.vpp
+    while True:
+        order = schedule(pp - 1, pp, vpp, m_a, torch_warmup=torch_warmup(cfg),
+                         group=microbatch_group(cfg))
+        last = max(i for i, (kind, mb, chunk) in enumerate(order)
+                   if kind == "B" and chunk == vpp - 1 and mb < deferred)
+        start = _warmup(order, pairs_passes(cfg)) + 2 * (cut - unit)  # the period's first
+        if start > last:
+            return m_a, cut
+        more = -(-(last + 1 - start) // (2 * unit))  # periods of 2 unit positions each
+        m_a, cut = m_a + more * q, cut + more * unit
 
 
 def attempts(cfg: RunConfig) -> list[Plan]:
