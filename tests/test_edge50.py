@@ -30,14 +30,16 @@ def _zb(pp: int, microbatches: int):
 
 def test_the_zb_2p_estimate_counts_the_settled_search_not_eight_full_ones():
     """ss50 lead 2: pp 16 x 16,384 was refused (4.2M positions counted) though it runs in
-    ~5 CPU s (two searches settle at 136 micro-batches, then one build of 16,384)."""
+    ~5 CPU s (two searches settle at 136 micro-batches, then one build of 16,384). settle58:
+    the build of the iteration's order is only where every micro-batch is simulated, so
+    pp 16 x 120,000 (~0.5 CPU s) is taken and refused only in full."""
     from trainsim.steady_state import simulated_tasks
 
-    cfg = _zb(16, 16_384)
-    check_simulation(cfg, simulated_tasks(cfg))  # as simulate checks it (the shortcut's runs)
-    cfg = _zb(16, 120_000)
-    with pytest.raises(WorkLimitError, match=r"zb_2p order-search positions"):
-        check_simulation(cfg, simulated_tasks(cfg))  # ~3.9M positions: ~30 CPU s
+    for m in (16_384, 120_000):
+        cfg = _zb(16, m)
+        check_simulation(cfg, simulated_tasks(cfg))  # as simulate checks it (the shortcut's runs)
+    with pytest.raises(WorkLimitError, match=r"simulated tasks"):
+        check_simulation(cfg)  # 3.8M tasks and a build of 120,000 micro-batches
 
 
 def test_a_zb_2p_search_that_does_not_settle_is_counted_as_it_runs(monkeypatch):

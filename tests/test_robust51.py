@@ -96,16 +96,17 @@ def _not_settling(monkeypatch, limit: int) -> tuple:
 
 def test_the_zb_2p_searches_share_one_limit(monkeypatch):
     """edge50 lead 1: each of the iteration's two searches was held to half the limit. Where
-    no variant settles, the pipeline's search at pp 4 x 400 places 33,600 positions (5,973
-    tasks' worth) and the memory estimate's settles at its first probes (2,880: 512): 6,485 in
-    all, refused at 6,000 and run at 9,000 (main refused it there: 2 x 5,973)."""
+    no variant settles, the pipeline's search at pp 4 x 400 places 32,000 positions (its
+    probes and full builds) and the memory estimate's settles at its first probes and builds
+    its base (at most twice the probe, settle58: 1,600): 33,600 in all, 5,973 tasks' worth,
+    refused at 5,900 and run at 6,000 (each search against half the limit was refused)."""
     from trainsim.limits import WorkLimitError, zb_search_positions
 
-    assert zb_search_positions(4, 400) == 2880
-    choose, args = _not_settling(monkeypatch, 9000)
-    choose(*args)
+    assert zb_search_positions(4, 400) == 1600
     choose, args = _not_settling(monkeypatch, 6000)
-    with pytest.raises(WorkLimitError, match=r"this search's [\d,]+ \+ the other's 2,880"):
+    choose(*args)
+    choose, args = _not_settling(monkeypatch, 5900)
+    with pytest.raises(WorkLimitError, match=r"this search's [\d,]+ \+ the other's 1,600"):
         choose(*args)
 
 

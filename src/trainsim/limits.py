@@ -18,12 +18,15 @@ one iteration          engine tasks: 2 x micro-batches x pp x vpp  TRAINSIM_MAX_
                        the steady-state shortcut, the same count
                        for each truncated run it may simulate;
                        and the memory estimate's schedule walk
-                       (not Megatron's 1F1B / interleaved), 2 x
-                       micro-batches x vpp x pp positions / 20
-                       (ZB-2p: + 2 searches x (8 variants x
-                       min(8 pp + 8, micro-batches) + micro-
-                       batches) x pp positions x 8 us / 45 us,
-                       counted again as a search runs longer)
+                       (not Megatron's 1F1B / interleaved, nor
+                       GPipe), 2 x its period's base length (or
+                       the micro-batches where none) x vpp x pp
+                       positions / 20 (ZB-2p: + 2 searches x (8
+                       variants x min(8 pp + 8, micro-batches) +
+                       the orders built: the memory estimate's
+                       base, the runs simulated) x pp positions x
+                       8 us / 45 us, counted again as a search
+                       runs longer)
                        and a plain PyTorch loop's caching-
                        allocator replay (memory.plain_step): 8
                        steps x layers x 160 allocations x (5 +
@@ -213,10 +216,6 @@ ZB_SEARCH_US = 8.0
 search before robust49's hot-path rewrite, run back to back (robust48 had 10.5 and 12.2 us)."""
 ZB_SEARCH_VARIANTS = 8
 """Variants the search builds (``zb_search.VARIANTS``: three yes/no choices)."""
-ZB_SEARCHES = 2
-"""Searches a zb_2p iteration runs: the pipeline's, fed its stages' pass times, and the memory
-estimate's with equal times, shared by every rank (``pipeline_schedules.stage_order``); one
-limit holds the pair (:func:`check_zb_search`)."""
 
 
 def replay_tasks(layers: int, steps: int) -> float:
@@ -235,29 +234,65 @@ def check_replay(layers: int, steps: int, flag: str = "simulate --max-tasks N") 
           "fewer layers replay faster")
 
 
+def walk_positions(cfg: RunConfig) -> float:
+    """Schedule positions the memory estimate walks for every rank's in-flight peak
+    (``workload.schedule.schedule_peak_in_flight``), 2 x micro-batches x vpp a rank: none for
+    Megatron's 1F1B / interleaved and GPipe (closed forms); for the named zero-bubble and
+    DualPipe schedules the order of ``workload.peak_period.peak_base`` micro-batches (the
+    iteration's own where no period is proven: DualPipe's odd counts, interleaved ZB's short
+    last group); for zb_2p its settled base (``pipeline_schedules.equal_zb_2p_peak_orders``:
+    from where the equal-times search settles, at most its first probe, plus under a period's
+    rounds: at most twice the probe; a search that does not settle walks the iteration's
+    order, whose building :func:`check_zb_search` counts as it runs, at more a position)."""
+    from trainsim.workload.peak_period import peak_base  # workload.ops imports this module
+
+    p, m = cfg.parallel, cfg.num_microbatches
+    name = p.pipeline_schedule
+    if name in (None, "1f1b", "interleaved_1f1b", "gpipe"):
+        return 0.0
+    base = min(m, 2 * zb_first_probe(p.pp)) if name == "zb_2p" else peak_base(name, p.pp, m)
+    return 2.0 * base * p.vpp * p.pp
+
+
+def simulation_work(cfg: RunConfig, tasks: float | None = None) -> tuple[float, float, float]:
+    """What :func:`check_simulation` counts, each in tasks' worth: the engine tasks (``tasks``,
+    the steady-state shortcut's truncated runs, else the full iteration's), the memory
+    estimate's walk (:func:`walk_positions`) and zb_2p's two order searches
+    (:func:`zb_search_positions`: each search's settling probes, the memory estimate's base
+    order, and the pipeline's orders of the runs simulated: at most ``tasks / (2 pp vpp)``
+    micro-batches, a run's pass tasks being at least that). None of it grows with the
+    micro-batches where the shortcut and the periods are proven (zbpeak57 lead 1: main charged
+    a walk of every position and two searches of every micro-batch; the charge against the
+    CPU measured, ``benchmarks/limits_cost58.py``)."""
+    p, m = cfg.parallel, cfg.num_microbatches
+    tasks = simulation_tasks(cfg) if tasks is None else tasks
+    searched = 0.0
+    if p.pipeline_schedule == "zb_2p":  # robust48: its order searches were counted nowhere
+        runs = min(m, tasks / (2.0 * p.pp * p.vpp))
+        searched = zb_search_positions(p.pp, m) + zb_search_positions(p.pp, m, runs)
+    return tasks, walk_positions(cfg) / POSITIONS_PER_TASK, searched * ZB_SEARCH_US / TASK_US
+
+
 def check_simulation(cfg: RunConfig, tasks: float | None = None, what: str = "",
                      flag: str = "simulate --max-tasks N") -> None:
-    """Refuse a simulation of ``tasks`` engine tasks (default: the full iteration's), or one
-    whose memory estimate walks more schedule positions than the same limit allows (their
-    count grows with the micro-batches; Megatron's 1F1B and interleaved schedules are not
-    walked: ``workload.schedule.schedule_peak_in_flight``). ``flag`` is the command's own
-    option that raises the limit."""
+    """Refuse a simulation of ``tasks`` engine tasks (default: the full iteration's; else the
+    steady-state shortcut's truncated runs), or one whose memory estimate walks more schedule
+    positions, or whose zb_2p order searches place more, than the same limit allows
+    (:func:`simulation_work`). ``flag`` is the command's own option that raises the limit."""
     p = cfg.parallel
     fix = (f"{cfg.num_microbatches:,} micro-batches x pp={p.pp} x vpp={p.vpp} x "
            f"{cfg.model.num_layers:,} layers; fewer micro-batches "
            "(training.global_batch_size / (micro_batch_size x dp)) simulate faster")
-    check("TRAINSIM_MAX_TASKS", simulation_tasks(cfg) if tasks is None else tasks,
-          f"simulated tasks in one iteration{what}", flag, fix)
-    if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b"):
-        return  # Megatron's schedules: the peak in O(pp x vpp), whatever the micro-batches
-    positions = 2.0 * cfg.num_microbatches * p.vpp * p.pp
-    check("TRAINSIM_MAX_TASKS", positions / POSITIONS_PER_TASK,
-          f"pipeline schedule positions the memory estimate walks, in tasks' worth "
-          f"({positions:,.0f} / {POSITIONS_PER_TASK})", flag, fix)
-    if p.pipeline_schedule == "zb_2p":  # robust48: its order searches were counted nowhere
-        searched = float(ZB_SEARCHES) * zb_search_positions(p.pp, cfg.num_microbatches)
-        check("TRAINSIM_MAX_TASKS", searched * ZB_SEARCH_US / TASK_US,
-              f"zb_2p order-search positions, in tasks' worth ({searched:,.0f} x "
+    engine, walk, searched = simulation_work(cfg, tasks)
+    check("TRAINSIM_MAX_TASKS", engine, f"simulated tasks in one iteration{what}", flag, fix)
+    if walk:
+        check("TRAINSIM_MAX_TASKS", walk,
+              f"pipeline schedule positions the memory estimate walks, in tasks' worth "
+              f"({walk * POSITIONS_PER_TASK:,.0f} / {POSITIONS_PER_TASK})", flag, fix)
+    if searched:
+        check("TRAINSIM_MAX_TASKS", searched,
+              f"zb_2p order-search positions, in tasks' worth "
+              f"({searched * TASK_US / ZB_SEARCH_US:,.0f} x "
               f"{ZB_SEARCH_US:g} us / {TASK_US:g} us)", flag, fix)
 
 
@@ -267,13 +302,18 @@ def zb_first_probe(pp: int) -> int:
     return 8 * pp + 8
 
 
-def zb_search_positions(pp: int, m: int) -> float:
-    """(stage, micro-batch) positions one zb_2p search of ``m`` micro-batches places at least:
-    every variant's first settling probe (every variant in full where ``m`` is shorter), then
-    the kept variant's ``m`` (edge50: counted as 8 full searches, pp 16 x 16,384 was refused
-    though it runs in ~5 CPU s; a search that settles later is counted as it runs,
-    :func:`check_zb_search`)."""
-    return float(ZB_SEARCH_VARIANTS * min(zb_first_probe(pp), m) + m) * pp
+def zb_search_positions(pp: int, m: int, built: float | None = None) -> float:
+    """(stage, micro-batch) positions one zb_2p search for an iteration of ``m`` micro-batches
+    places where every variant settles at its first probe: each variant's probe (each variant
+    in full where ``m`` is shorter), then the kept variant's orders of ``built`` micro-batches
+    in all (default: the memory estimate's, its settled base, at most twice the probe,
+    :func:`walk_positions`; the pipeline's: the runs simulated). Not ``m`` itself: the kept
+    variant's order for ``m`` is built only where every micro-batch is simulated (zbpeak57
+    lead 1; edge50 had counted 8 full searches, then one). A search that settles later is
+    counted as it runs (:func:`check_zb_search`)."""
+    probe = zb_first_probe(pp)
+    kept = min(m, 2 * probe) if built is None else built
+    return float(ZB_SEARCH_VARIANTS * min(probe, m) + kept) * pp
 
 
 def check_zb_search(positions: float, pp: int, m: int) -> None:
@@ -281,11 +321,11 @@ def check_zb_search(positions: float, pp: int, m: int) -> None:
     settle at its first probe runs longer probes, and one that never does, in full), counted
     with the iteration's other search against one limit, as :func:`check_simulation` counts
     the pair: the memory estimate's search (equal pass times, no send) settles at its first
-    probe (every pp to 64: ``tests/test_robust51.py``), so it places exactly
+    probe (every pp to 64: ``tests/test_robust51.py``), so it places at most
     :func:`zb_search_positions`; the pipeline's, fed the priced passes, may not. edge50 lead 1:
     each search was held to half the limit, so a pipeline search over half was refused though
     the pair fitted."""
-    other = (ZB_SEARCHES - 1) * zb_search_positions(pp, m)
+    other = zb_search_positions(pp, m)
     check("TRAINSIM_MAX_TASKS", (positions + other) * ZB_SEARCH_US / TASK_US,
           f"zb_2p order-search positions at pp={pp} x {m:,} micro-batches (a variant not "
           f"settled into a period), in tasks' worth (this search's {positions:,.0f} + the "

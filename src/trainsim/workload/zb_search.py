@@ -429,7 +429,7 @@ def choose(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit
     rounds (micro-batches) of its period (1 where it does not settle)."""
     best: tuple[float, Variant, int | None, int] | None = None
     exact = isinstance(w_fraction, Fraction) and all(isinstance(x, int) for x in (*cost, comm))
-    placed = float(zb_search_positions(pp, m))  # counted by limits.check_simulation
+    placed = zb_search_positions(pp, m, 0)  # its probes: counted by limits.check_simulation
     for variant in VARIANTS:
         settled, probe = None, zb_first_probe(pp)
         while exact and settled is None and probe <= m:
