@@ -23,6 +23,12 @@ from trainsim.pricing import Pricer
 from trainsim.simulator import LayerSource, _TaskGraph
 from trainsim.steady_orders import _end_passes, insertion_cut
 
+MAX_CUT_STEPS = 8
+"""Lengths :func:`past_transient` tries, a period apart from the first, for one whose orders
+have an insertion cut at one position on every rank (``steady_orders.insertion_cut``): where
+the search has just settled, the last rank's inserted rounds can still sit before the first
+rank's earliest (settle58: 6 of tests/test_steady_zb2p.py's 200 configs, a period or two
+short, so their shortcut never had a cut)."""
 SPARE_PERIODS = 3
 """Periods of the replay's steady state a length's cut must have before it: the proofs compare
 the period before the cut with the one before that (``engine.periodic``), and one more for
@@ -87,10 +93,17 @@ def past_transient(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | N
     times = ScheduledPipeline(_TaskGraph(cfg, pricer, layer_source, 1))._times()
     model = cfg.model
     wf = zb_w_fraction(model.hidden_size, model.num_attention_heads, cfg.training.seq_length)
-    pp = cfg.parallel.pp
-    found = insertion_cut(zb_2p(pp, m_first, times, wf, m), zb_2p(pp, m_first + q, times, wf, m),
-                          q, [_end_passes(m_first, 1, "zb_2p")] * pp)
-    if found is None or m_last <= m_first:
+    pp, start = cfg.parallel.pp, m_first
+    for _ in range(MAX_CUT_STEPS):  # the least length whose orders have a cut on every rank
+        if m_last <= m_first:
+            return None
+        found = insertion_cut(zb_2p(pp, m_first, times, wf, m),
+                              zb_2p(pp, m_first + q, times, wf, m), q,
+                              [_end_passes(m_first, 1, "zb_2p")] * pp)
+        if found is not None:
+            break
+        m_first += q
+    else:
         return None
     cut, shift = found
     periods_last = (m_last - m_first) // q
@@ -101,10 +114,10 @@ def past_transient(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | N
         if p is not None:
             m_a = m_first + q * max(0, -((cut - p - SPARE_PERIODS * shift) // shift))
             if m_a <= m_first + periods * q:
-                return m_a if m_a > m_first else None
+                return m_a if m_a > start else None
         if periods == periods_last:
             return None
         periods = min(periods_last, 2 * periods)
 
 
-__all__ = ["SPARE_PERIODS", "longest_run", "past_transient", "replay_periodic_from"]
+__all__ = ["MAX_CUT_STEPS", "SPARE_PERIODS", "longest_run", "past_transient", "replay_periodic_from"]
