@@ -307,10 +307,12 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
     if cfg.parallel.pipeline_schedule == "zb_2p":  # from where its order search settles
         settling = _settled_from(cfg, pricer, layer_source)
         settles, tries = _zb2p_tries(cfg, tries, *settling)
-        if tries:  # from the first length past the timeline's transient, replayed
+        if tries:  # from the first length past the timeline's transient, replayed, then
+            # 1, 3, 7, ... periods on (the engine's can outlast the replay's by a period or two:
+            # it has the gradient reduction and contention, settle58's #37 and #113)
             m_a = past_transient(cfg, pricer, layer_source, tries[0].m_a, None, tries[0].q)
             if m_a is not None:
-                tries = [Plan(m_a, tries[0].q, 0, 1)] + [t for t in tries if t.m_a > m_a]
+                tries = _ladder(cfg, Plan(m_a, tries[0].q, 0, 1))
     while tries:
         current = tries.pop(0)
         spent += _tasks(cfg, current)
