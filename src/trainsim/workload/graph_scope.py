@@ -51,7 +51,7 @@ MOE_DTOH_COPIES = 4
 and 4 device-to-host copies), the copies: Megatron-core moves them out of a ``moe_preprocess``
 graph (``_maybe_dtoh_and_synchronize`` at ``before_ep_alltoall``), the reductions stay in it."""
 
-PREPROCESS_NAMES = ("permute", "moe.tokens_per_expert_all_gather")
+PREPROCESS_NAMES = ("permute", "moe.tokens_per_expert_all_gather", "moe_capacity_counts")
 """Forward ops (and their pieces, ``permute.maps``) of the all-to-all dispatcher's
 ``dispatch_preprocess`` before its exchange."""
 

@@ -115,6 +115,9 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     counts = disp.split_sizes_gather(cfg) if not titan else None
     if counts is not None:
         ops.append(counts)
+    padded_counts = disp.capacity_counts_op(cfg) if not titan else None
+    if padded_counts is not None:
+        ops.append(padded_counts)
     hybrid = dispatcher == "hybridep" and p.ep > 1
     if hybrid:  # its Torch API's own preprocessing, staging and permutes
         api_before, api_after = disp.hybridep_api_ops(cfg, tokens, "dispatch")

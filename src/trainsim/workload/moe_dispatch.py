@@ -158,15 +158,37 @@ def split_sizes_gather(cfg: RunConfig) -> Comm | None:
     parallel group (``gather_from_sequence_parallel_region(..., group=self.tp_ep_group)``,
     core_v0.13.0-core_v0.17.0 megatron/core/transformer/moe/token_dispatcher.py) on the compute
     stream, and the host then waits for the split sizes it yields (``before_ep_alltoall``).
-    It runs whenever the group has more than one rank, dropless or not; the tensor carries no
-    gradient, so nothing runs in the backward. The flex dispatchers (DeepEP, HybridEP) count
-    inside their own notify kernels instead."""
+    It runs whenever the group has more than one rank, dropless or dropping without padding;
+    the tensor carries no gradient, so nothing runs in the backward. Padded to the capacity
+    (``moe_pad_expert_input_to_capacity``) every count is the capacity, known on the host:
+    ``preprocess`` returns before the gather in every release (``if self.drop_and_pad: ...
+    return num_tokens_per_local_expert``, core_v0.9.0 L398-410, core_v0.10.0 L354-373,
+    core_v0.13.0 L440-463, core_v0.17.1 L487-510; ``capacity_counts_op`` is what it runs). The
+    flex dispatchers (DeepEP, HybridEP) count inside their own notify kernels instead."""
     p, m = cfg.parallel, cfg.model
     ranks = p.ep * p.etp
-    if p.moe_token_dispatcher_type != "alltoall" or ranks < 2:
+    if p.moe_token_dispatcher_type != "alltoall" or ranks < 2 or m.moe_padded_to_capacity:
         return None
     return Comm("moe.tokens_per_expert_all_gather", "all_gather",
                 ranks * (m.num_experts or 1) * 8, "ep", grad_bytes=0)
+
+
+def capacity_counts_op(cfg: RunConfig) -> Elementwise | None:
+    """The one kernel the all-to-all dispatcher's ``preprocess`` launches when it pads every
+    expert to its capacity, in place of the dropless path's counting, gather and copies
+    (``moe_block.MOE_KERNELS['preprocess']``): core_v0.9.0-core_v0.11.0 count the tokens per
+    expert before the padded branch returns (0.9 ``torch.histc`` of the indices,
+    token_dispatcher.py L387-394, ``torch.bincount`` under ``deterministic_mode``; 0.10-0.11
+    ``routing_map.sum(dim=0)``, core_v0.10.0 L352, core_v0.11.0 L355), and from core_v0.12.0
+    the count moves after the return (L399) and the branch's only device work is ``torch.full`` of the per-rank counts on ``permute_idx_device`` (core_v0.13.0 L457-462:
+    the GPU under ``moe_permute_fusion``, the host otherwise; core_v0.11.0 runs both). One
+    kernel stands for each of these; its bytes are the counts it writes. No backward, no host
+    wait (``cuda_sync_point`` stays ``no_sync``)."""
+    m, p = cfg.model, cfg.parallel
+    if not m.moe_padded_to_capacity or p.moe_token_dispatcher_type != "alltoall":
+        return None
+    return Elementwise("moe_capacity_counts", bytes=(m.num_experts or 1) * 8, kernels=1,
+                       bwd_bytes=0.0, bwd_kernels=0)
 
 
 def routing_map_gather(cfg: RunConfig, tokens: int) -> Comm | None:

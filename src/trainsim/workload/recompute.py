@@ -30,7 +30,7 @@ RECOMPUTED_OPS = {
     # bias_act_func: the clamp and the linear offset's copy (glu_offset_sync_op) included
     "moe_act": frozenset({"expert_act_clamp", "expert_act_offset", "expert_act"}),
     "moe": frozenset({"router", "router_topk_softmax", "router_fake_balanced", "permute",
-                      "moe_tokens_to_host", "moe",
+                      "moe_tokens_to_host", "moe_capacity_counts", "moe",
                       "expert_fc1", "expert_act_clamp", "expert_act_offset", "expert_act",
                       "expert_fc2",
                       "unpermute", "expert_fp8_pad", "expert_fp8_unpad",
