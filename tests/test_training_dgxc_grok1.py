@@ -53,18 +53,21 @@ def test_expert_tp_sends_the_tokens_across_nodes():
     token exchange crosses the network, and the dispatcher all-gathers the exchanged tokens over
     the expert-TP group before the experts and reduce-scatters them after. Read as expert TP 1
     (data54's reading) the group is one node and neither collective runs: 512 GPUs bf16 18.56 s,
-    with the cell 20.53 s (20.83 s measured)."""
+    with the cell 20.53 s (20.83 s measured). 58th session: the 24.12 row (Megatron-core 0.10's
+    order), since the 24.09 one's core 0.9 carves the group from tp-cp-ep-dp-pp instead, stride
+    TP x CP: 8 nodes of one rank (``moe_ep_stride_tp_cp``)."""
     from trainsim.pricing import Pricer
     from trainsim.validate.training import predict_training_row, row_config
 
     parts = load_script(ROOT / "benchmarks" / "dgxc_grok1_parts.py")
-    row = {r["id"]: r for r in training_rows(FILE)}["dgxc2411-grok1-314b-bf16-h100-512"]
-    read, etp1 = row, {**row, "etp": "1"}
+    rows = {r["id"]: r for r in training_rows(FILE)}
+    row = rows["dgxc2502-grok1-314b-bf16-h100-512"]
+    read, etp1, core09 = row, {**row, "etp": "1"}, rows["dgxc2411-grok1-314b-bf16-h100-512"]
     spans = {}
-    for name, r in (("read", read), ("etp1", etp1)):
+    for name, r in (("read", read), ("etp1", etp1), ("core09", core09)):
         res = predict_training_row(r)
         spans[name] = Pricer(row_config(r, res.chosen)).spans["ep"].nodes
-    assert spans == {"read": 4, "etp1": 1}
+    assert spans == {"read": 4, "etp1": 1, "core09": 8}
     (out, res, passes), (out1, res1, _) = parts.layer_parts(read), parts.layer_parts(etp1)
     assert passes == 8 * 128  # 8 layers a stage, 128 micro-batches
     assert out["etp"] > 0 and out1["etp"] == 0

@@ -44,7 +44,7 @@ from trainsim.workload.graph_scope import (
     graph_joins,
     part_tables,
 )
-from trainsim.workload.moe_dispatch import dedups_per_node, exchange_sms
+from trainsim.workload.moe_dispatch import dedups_per_node, ep_stride, exchange_sms
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
 from trainsim.workload.shard import shard_of
 
@@ -115,8 +115,8 @@ class Pricer:
             "tp_cp": self.net.span(p.tp * p.cp, 1),  # Megatron-core's tensor-and-context group
             "pp": self.net.span(min(p.pp, 2), p.tp * p.cp * cfg.dp),  # pp=1: no send
             "embd": self.net.span(2, p.tp * p.cp * cfg.dp * max(p.pp - 1, 1)),
-            # Megatron-core's expert rank order: etp-ep-edp-pp
-            "ep": self.net.span(p.ep, p.etp),
+            # Megatron-core's expert rank order: etp-ep-edp-pp (0.9: tp-cp-ep-dp-pp, ep_stride)
+            "ep": self.net.span(p.ep, ep_stride(cfg)),
             "etp": self.net.span(p.etp, 1),
             "edp": self.net.span(cfg.edp, p.etp * p.ep),
         }

@@ -54,6 +54,10 @@ FP8_MOE_FEATURES: dict[str, Callable[[Any], str | None]] = {
     # ModelParallelConfig: expert_tensor_parallel_size None -> tensor_model_parallel_size; 0.9
     # splits each expert over TP): validate.row_settings reads an empty etp cell so
     "moe_etp_unset_is_tp": _nullable(_bool),
+    # the expert-parallel group is carved from the data-parallel ranks of one rank order
+    # tp-cp-ep-dp-pp, stride TP x CP (Megatron-core 0.9); null/false: the experts' own order,
+    # stride the expert TP (core >= 0.10; workload.moe_dispatch.ep_stride)
+    "moe_ep_stride_tp_cp": _nullable(_bool),
     # the Megatron-core a run is built on computes the shared experts in combined 1F1B's
     # attention node (core_v0.16.0 on: fine_grained_callables.py submodule_attn_forward), not in
     # its MLP node (core_v0.14-v0.15 submodule_moe_forward); null: the MLP node (ep_pairs)

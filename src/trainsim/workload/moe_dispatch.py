@@ -104,6 +104,18 @@ def exchange_sms(cfg: RunConfig) -> int | None:
     return EXCHANGE_SMS.get(p.moe_token_dispatcher_type)
 
 
+def ep_stride(cfg: RunConfig) -> int:
+    """Ranks between two neighbours of an expert-parallel group in the job's rank order.
+    Megatron-core 0.9 builds every group from one ``RankGenerator`` over ``tp-cp-ep-dp-pp``,
+    the expert group carved out of the data-parallel ranks: stride TP x CP (core_v0.9.0
+    parallel_state.py L271-279 sizes, L362 the order, L832 ``generator_wrapper('ep',
+    independent_ep=True)``; profile ``moe_ep_stride_tp_cp``). From core_v0.10.0 the experts
+    have a generator of their own (tp = expert TP, cp = 1, the same order, L642-662): stride
+    the expert TP, Megatron-core's etp-ep-edp-pp."""
+    p = cfg.parallel
+    return p.tp * p.cp if profile_supports(cfg, "moe_ep_stride_tp_cp") else p.etp
+
+
 def dedups_per_node(dispatcher: str) -> bool:
     """A token crosses to each remote NVLink domain once, whatever experts it goes to there."""
     return dispatcher in NODE_DEDUP
