@@ -44,10 +44,11 @@ ARCHIVE = "docs/performance-summary-archive.md"
 PUBLIC = Path(__file__).resolve().parents[1] / "src/trainsim/data/validation/training_public.csv"
 HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"],
                                fp8_recipe=["num_layers_at_end_in_bf16"])
-HYBRID_HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"],
+HYBRID_HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"], ep=["etp"],
                                       options=["cuda_graph_scope"],
                                       fp8_recipe=["num_layers_at_end_in_bf16", "fp8_param_gather"])
-"""The ``--hybrid`` file's columns: ``HEADER``, ``cuda_graph_scope`` and ``fp8_param_gather``."""
+"""The ``--hybrid`` file's columns: ``HEADER``, ``etp``, ``cuda_graph_scope`` and
+``fp8_param_gather``."""
 ALL_SCOPES = "attn;mamba;moe_router;moe_preprocess"
 HYBRID_GRAPHS = {"Nemotron_3_Nano": {"": ALL_SCOPES, "DGX-H100 FP8": "mamba",
                                      "DGX-H100 BF16": "attn;mamba"},
@@ -70,6 +71,14 @@ RECIPE_TAGS = {"26.04.01": "v0.4.2", "26.06": "v0.5.0"}
 RECIPE_PRECISION = {"MXFP8": "FP8_MX", "NVFP4": "NVFP4", "BF16": "BF16", "FP8": "FP8_CS"}
 """The archive's precision -> the recipe name's (the H100 rows' FP8: current scaling, the
 only H100 FP8 recipe of the file)."""
+HYBRID_ETP = {"26.04.01": {"BASE_NEMOTRON_3_NANO_CONFIG": 35, "BASE_NEMOTRON_3_SUPER_CONFIG": 99},
+              "26.06": {"BASE_NEMOTRON_3_NANO_CONFIG": 35, "BASE_NEMOTRON_3_SUPER_CONFIG": 103}}
+"""Expert TP of the hybrid rows by section: the recipe file (``RECIPE_FILE`` at
+``RECIPE_TAGS``' tag) sets ``expert_tensor_parallel_size=1`` in the Nano and Super base configs
+(the line of each), and every per-system config is a ``replace`` of one of them that sets no
+expert TP (the GB200 and B200 NVFP4 Super configs change TP to 2 only: v0.4.2 L111-118 /
+L145-151, v0.5.0 L115-122 / L153-159; v0.4.0 and v0.4.1 the same lines as v0.4.2).
+``--check`` re-reads each line and that no other line of the file sets an expert TP."""
 SUPER_NVFP4_PARAM_GATHER = {"26.06": "0"}
 """Megatron-Bridge@v0.5.0 scripts/performance/configs/nemotronh/nemotron_3_llm_pretrain.py L42-46
 ``set_nemotron_3_super_common_configs``: under nvfp4 ``cfg.mixed_precision.fp4_param_gather =
@@ -375,6 +384,13 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
                    f"-{t['gpus']}-{TAGS[prec]}" + ("-nomtp" if mtp else ""))
             row = {c: "" for c in (HYBRID_HEADER if hybrid else HEADER)}
             row.update({c: shape[c] for c in SHAPE})
+            if hybrid:
+                lines = HYBRID_ETP[t["section"]]
+                base = f"BASE_NEMOTRON_3_{'SUPER' if 'Super' in name else 'NANO'}_CONFIG"
+                note.append(f"etp 1: Megatron-Bridge@{RECIPE_TAGS[t['section']]} {RECIPE_FILE} "
+                            f"L{lines[base]} "
+                            f"({base}: expert_tensor_parallel_size=1; no system's config "
+                            "changes it)")
             row.update(id=rid, source=SOURCE.format(section=t["section"], system=t["system"],
                                                     line=t["line"]),
                        seq_length=t["seq"], mtp_num_layers=mtp, gpu=gpu, num_gpus=t["gpus"],
@@ -383,7 +399,7 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
                        vpp=_size(t, "vp"), zero_stage="3" if fsdp else "",
                        global_batch_size=t["gbs"], micro_batch_size=t["mbs"], dtype=dtype,
                        fp8_recipe=recipe, num_layers_at_end_in_bf16=tail,
-                       **({"fp8_param_gather": gather} if hybrid else {}),
+                       **({"fp8_param_gather": gather, "etp": "1"} if hybrid else {}),
                        **({"options": "dp_overlap;cuda_graphs", "cuda_graph_scope": scope}
                           if scope else {}),
                        framework="megatron-bridge",
@@ -485,6 +501,25 @@ def check() -> list[str]:
             bad.append(f"line {b['line']}: typed {a} != archive {b}")
     held = {r["id"] for p in (PUBLIC, HELDOUT) for r in csv.DictReader(p.open())}
     bad += [f"HELD {k}: no row {v}" for k, v in HELD.items() if v not in held]
+    return bad + check_hybrid_etp()
+
+
+def check_hybrid_etp() -> list[str]:
+    """``HYBRID_ETP`` against the recipe file at each section's tag: each base config's line
+    sets expert TP 1 inside that config, and no other line sets one."""
+    bad = []
+    for section, lines in HYBRID_ETP.items():
+        tag = RECIPE_TAGS[section]
+        text = mirror_rows.show(REPO_DIR, tag, RECIPE_FILE).splitlines()
+        sets = [n for n, line in enumerate(text, 1) if "expert_tensor_parallel_size" in line]
+        if sorted(sets) != sorted(lines.values()):
+            bad.append(f"{tag}: expert TP set on lines {sets}, typed {sorted(lines.values())}")
+        for base, n in lines.items():
+            opens = max(i for i, line in enumerate(text[:n], 1) if " = " in line
+                        and not line.startswith(" "))
+            if text[n - 1].strip() != "expert_tensor_parallel_size=1," or \
+                    not text[opens - 1].startswith(f"{base} = "):
+                bad.append(f"{tag} L{n}: {text[n - 1].strip()!r} in {text[opens - 1]!r}")
     return bad
 
 
