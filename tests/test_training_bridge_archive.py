@@ -64,17 +64,8 @@ def test_left_out_rows_name_what_is_missing():
     assert not any("Nemotron_3_Nano" in x for x in out)
 
 
-def test_hybrid_rows_state_the_recipes_expert_tp_and_moe_rows_here_need_none():
-    """58th session: every Nemotron 3 row states expert TP 1, the perf recipe's base config of
-    its release (``HYBRID_ETP``: Bridge v0.4.x / v0.5.0 ``expert_tensor_parallel_size=1``, no
-    system config changing it), the five TP 2 Super rows among them; this file's MoE rows all
-    run TP 1, where expert TP has nothing to split. Read as 1 either way: predictions equal."""
-    hybrid = training_rows(ROOT / "benchmarks" / "training_nemotron3.csv")
-    assert {r["etp"] for r in hybrid} == {"1"}
-    assert sum(r["tp"] != "1" for r in hybrid) == 5
-    for r in hybrid:
-        tags, lines = GEN.HYBRID_ETP[r["framework_version"]]
-        base = "BASE_NEMOTRON_3_SUPER_CONFIG" if "super" in r["model"] else \
-            "BASE_NEMOTRON_3_NANO_CONFIG"
-        assert f"@{tags[-1]} " in r["note"] and f" L{lines[base]} ({base}" in r["note"]
+
+def test_moe_rows_here_run_tp_1_so_need_no_expert_tp_cell():
+    """58th session: this file's MoE rows all run TP 1, where expert TP has nothing to split
+    (the Nemotron 3 rows' cells: tests/test_mamba_block.py)."""
     assert all(r["tp"] == "1" for r in training_rows(FILE) if r["ep"] not in ("", "1"))

@@ -21,14 +21,15 @@ def _row(path: str, row_id: str, **cells: str) -> dict[str, str]:
 def test_a_row_a_later_profile_predicted_is_rebuilt_with_that_profile():
     """NVIDIA/dgxc-benchmarking nemotron/README_340b.md @ 35a9aecc8d line 54 (Nemotron-4 340B,
     Apex DistributedFusedAdam with bf16 state): named 'otherfw', megatron-core refuses it and
-    nemo's 24.09 entry predicts it; row_config rebuilt it with megatron-core and raised."""
+    nemo's newest Apex entry predicts it (24.09 until the 58th session's 24.12 entry, which
+    keeps the Apex optimizer); row_config rebuilt it with megatron-core and raised."""
     row = _row("training_dgxc.csv", "dgxc2411-nemotron4-340b-bf16-128",
                framework="otherfw", framework_version="")
     got = predict_training_row(row)
     assert got.error is None, got.error
-    assert got.chosen["framework"] == "nemo" and got.chosen["framework_version"] == "24.09"
+    assert got.chosen["framework"] == "nemo" and got.chosen["framework_version"] == "24.12"
     cfg = row_config(row, got.chosen)
-    assert (cfg.training.framework, cfg.training.framework_version) == ("nemo", "24.09")
+    assert (cfg.training.framework, cfg.training.framework_version) == ("nemo", "24.12")
     assert simulate(cfg).iteration_time_s == got.predicted
 
 
