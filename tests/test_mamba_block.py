@@ -207,7 +207,7 @@ def test_nano_check_file_is_the_archive_s_rows_and_validates():
 
 def test_hybrid_rows_state_the_recipes_expert_tp():
     """58th session: every Nemotron 3 row states expert TP 1, the perf recipe's base config of
-    its release (bridge_archive_rows ``HYBRID_ETP``: Bridge v0.4.x / v0.5.0
+    its release (bridge_archive_rows ``HYBRID_ETP``: Bridge v0.4.2 / v0.5.0
     ``expert_tensor_parallel_size=1``, no system config changing it), the five TP 2 Super rows
     among them. Read as 1 either way (megatron-bridge has no unset-is-TP rule)."""
     from helpers import load_script
@@ -216,11 +216,13 @@ def test_hybrid_rows_state_the_recipes_expert_tp():
     rows = list(csv.DictReader((ROOT / "benchmarks" / "training_nemotron3.csv").open()))
     assert {r["etp"] for r in rows} == {"1"}
     assert sum(r["tp"] != "1" for r in rows) == 5
+    section = {v: k for k, v in gen.SECTIONS.items()}
     for r in rows:
-        tags, lines = gen.HYBRID_ETP[r["framework_version"]]
+        lines = gen.HYBRID_ETP[section[r["framework_version"]]]
+        tag = gen.RECIPE_TAGS[section[r["framework_version"]]]
         base = "BASE_NEMOTRON_3_SUPER_CONFIG" if "super" in r["model"] else \
             "BASE_NEMOTRON_3_NANO_CONFIG"
-        assert f"@{tags[-1]} " in r["note"] and f" L{lines[base]} ({base}" in r["note"]
+        assert f"@{tag} " in r["note"] and f" L{lines[base]} ({base}" in r["note"]
 
 
 # tile-ai/tilelang@be9c08f6 benchmark/mamba2/README.md: its chunk_scan kernel (the SSD output
