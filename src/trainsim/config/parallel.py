@@ -12,7 +12,7 @@ from trainsim.config._build import check_fields, fields_state, require_positive,
 from trainsim.config.cached import cached
 from trainsim.config.layout import LAYOUT_RULES, first_last, is_first_last, parse_layout
 from trainsim.config.training import AttentionName
-from trainsim.config.validity import zero_stages
+from trainsim.config.validity import deepspeed_pipeline_problem, zero_stages
 from trainsim.errors import ConfigError, SettingReplaced
 
 Dispatcher = Literal["alltoall", "allgather", "deepep", "hybridep"]
@@ -369,6 +369,8 @@ class ParallelConfig:
             raise ConfigError(f"parallel.dp_replicate={self.dp_replicate} under "
                               "data_parallel_impl=deepspeed: DeepSpeed's hierarchical "
                               "partitions (MiCS, ZeRO++ hpZ) are not modelled; use dp_replicate=1")
+        if problem := deepspeed_pipeline_problem(self):
+            raise ConfigError(problem)
         if self.dp_replicate > 1 and self.effective_zero_stage == 0:
             # every HSDP form shards: FSDP's HYBRID_SHARD, Megatron's instances of its
             # distributed optimizer; unsharded data parallelism is one replica per rank already

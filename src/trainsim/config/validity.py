@@ -41,6 +41,28 @@ def zero_stages(data_parallel_impl: object) -> tuple[int, ...]:
     return ZERO_STAGES.get(str(data_parallel_impl or "megatron"), (0, 1, 2, 3))
 
 
+def deepspeed_pipeline_problem(parallel: Any) -> str | None:
+    """Why ``parallel`` (a ``ParallelConfig``) describes no DeepSpeed pipeline run, or None.
+    With ``data_parallel_impl`` deepspeed and pp > 1 the stages are DeepSpeed's PipelineEngine,
+    which runs one schedule, ``TrainSchedule`` (microsoft/DeepSpeed v0.5.10, 3293cf72,
+    deepspeed/runtime/pipe/engine.py ``train_batch`` builds ``schedule.TrainSchedule``, as it
+    still does in later releases, beside ``_aggregate_total_losses``): Megatron's 1F1B order
+    with one model chunk per stage
+    (``workload.pipe_engine.train_schedule``). Interleaving or another order is no DeepSpeed
+    run; the Megatron-DeepSpeed profile is BigScience's, whose model is GPTModelPipe on that
+    engine whenever pp > 1 (catalog/frameworks/megatron-deepspeed.yaml)."""
+    if parallel.data_parallel_impl != "deepspeed" or parallel.pp == 1:
+        return None
+    name = parallel.pipeline_schedule
+    if name in (None, "1f1b") and parallel.vpp == 1:
+        return None
+    interleaved = 'interleaved_1f1b' if parallel.vpp > 1 else '1f1b'
+    return (f"parallel.pipeline_schedule={name or interleaved} with vpp={parallel.vpp} under "
+            f"data_parallel_impl=deepspeed and pp={parallel.pp}: DeepSpeed's PipelineEngine "
+            "runs one schedule (TrainSchedule: 1F1B, one chunk per stage); use "
+            "pipeline_schedule=1f1b and vpp=1")
+
+
 def kv_heads_fit(kv_heads: int, tp: int, split: bool) -> bool:
     """Whether ``tp`` ranks can hold ``kv_heads`` KV heads (query groups).
 
