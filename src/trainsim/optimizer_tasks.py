@@ -15,6 +15,7 @@ from trainsim.workload.fp8_gather import amax_all_reduce_bytes
 from trainsim.workload.fsdp_optimizer import fsdp_optimizer_pieces, per_tensor_optimizer
 from trainsim.workload.ops import Comm
 from trainsim.workload.optimizer_impl import run_optimizer_step
+from trainsim.workload.pipe_engine import deepspeed_lockstep
 from trainsim.workload.pipeline_schedules import rank_chunks
 from trainsim.workload.sharding import grad_buffer_rest, unsharded_clip, zero1_gather_copies
 from trainsim.workload.vocab import rank_vocab
@@ -158,6 +159,25 @@ class OptimizerTasks:
                 out.append(dep)
         return out
 
+    def tied_first(self, last_compute: dict[int, int]) -> dict[int, int]:
+        """Under DeepSpeed's PipelineEngine (``workload.pipe_engine.deepspeed_lockstep``), the
+        tied embedding all-reduce of the first and the last stage, each by stage, as the
+        engine runs it: ``TrainSchedule``'s last step is ``ReduceTiedGrads``, then
+        ``ReduceGrads``, then ``OptimizerStep`` (microsoft/DeepSpeed v0.5.10, 3293cf72,
+        deepspeed/runtime/pipe/schedule.py L235-237), and ``_exec_reduce_tied_grads``
+        all-reduces over the tied group (engine.py L233-244; module.py L416-420
+        ``allreduce_tied_weight_gradients``, a blocking ``dist.all_reduce``): both sides start
+        once both stages ended their last backward, and each stage's data-parallel reduction
+        waits for it. Empty elsewhere (the all-reduce is then priced per stage after its own
+        last task, beside the data-parallel one)."""
+        cfg, pp = self.cfg, self.pp
+        if not (cfg.model.tied_embeddings and pp > 1 and deepspeed_lockstep(cfg)):
+            return {}
+        size = rank_vocab(cfg) * cfg.model.hidden_size * self.grad_bytes
+        both = [last_compute[0], last_compute[pp - 1]]
+        return {s: self.comm(s, "embedding_grad", "all_reduce", size, "embd", both,
+                             "tied embedding all-reduce") for s in (0, pp - 1)}
+
     def optimizer_steps(self) -> list[int]:
         """Per stage: gradient reduction (bucketed; overlapped with the last backward when
         overlap_grad_reduce), tied-embedding all-reduce, optimizer step, parameter all-gather.
@@ -174,9 +194,12 @@ class OptimizerTasks:
         kind = "all_reduce" if self.zero == 0 or (
             self.zero == 1 and p.zero1_grad_reduce == "all_reduce") else "reduce_scatter"
         ends = []
+        tied = self.tied_first(last_compute)
         for s in range(pp):
             last = last_compute[s]
             dp_tasks = list(self.fsdp_reduce[s])
+            if s in tied:  # DeepSpeed: the data-parallel reduction after the tied one
+                last = tied[s]
             # Buckets are reduced in the order the backward makes them ready (DDP's gradient
             # hooks): under the interleaved schedule the last chunk finishes its backward first,
             # so its reduction overlaps the other chunks' last backward passes.
@@ -206,7 +229,7 @@ class OptimizerTasks:
                         dp_tasks.append(self.comm(
                             s, "grad_reduce", kind, part * self.grad_bytes, over, [dep],
                             f"grad {kind} {over} c{c} b{k}", self.fixed_buckets(part)))
-            if cfg.model.tied_embeddings and pp > 1 and s in (0, pp - 1):
+            if cfg.model.tied_embeddings and pp > 1 and s in (0, pp - 1) and not tied:
                 size = rank_vocab(cfg) * cfg.model.hidden_size * self.grad_bytes
                 dp_tasks.append(self.comm(s, "embedding_grad", "all_reduce", size, "embd", [last],
                                           "tied embedding all-reduce"))
