@@ -255,9 +255,11 @@ class _Builder:
                 src = self.tasks[d].stream[0]
                 if src == stage:
                     deps.append(self.task_last[d])
-                else:  # a step's exchange waits for its peer to reach it: no data
+                else:  # a step's exchange waits for its peer to reach it: no data; nor
+                    # does a collective wait on its group's other stage (DeepSpeed's tied
+                    # all-reduce: ``OptimizerTasks.tied_first``)
                     size = self.p2p.bytes if self.p2p is not None and not \
-                        isinstance(t.detail, Exchange) else 0.0
+                        isinstance(t.detail, Exchange) and t.stream[1] != "dp" else 0.0
                     deps.append(self.add(stage, f"recv {self.tasks[d].label}", COMM_RECV_NODE,
                                          f"recv.{d}", 0.0, [], peer_stage=src, tag=d,
                                          comm=Comm("p2p", "send_recv", size, "pp")))
