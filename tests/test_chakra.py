@@ -232,10 +232,13 @@ def test_deepspeed_pipeline_round_trip(overlap, schedule, tmp_path):
     first-in first-out), and the trace read back 0.115 % short; DualPipe's F & B pass, which
     feeds two passes of its neighbour, got one send for two receives (the reader refused the
     trace). Now one send per receive, at the pass's end where the engine releases its peers:
-    the same iteration, and each (src, dst, tag) sent exactly as often as it is received."""
+    the same iteration, and each (src, dst, tag) sent exactly as often as it is received.
+    DeepSpeed's engine runs 1F1B only (``config.validity.deepspeed_pipeline_problem``): DualPipe
+    is Megatron's data parallelism here."""
     from collections import Counter
 
-    cfg = _deepspeed_pp2(overlap_grad_reduce=overlap, pipeline_schedule=schedule)
+    engine = {"data_parallel_impl": "megatron"} if schedule == "dualpipe" else {}
+    cfg = _deepspeed_pp2(overlap_grad_reduce=overlap, pipeline_schedule=schedule, **engine)
     expected = trainsim.simulate(cfg).iteration_time_s
     export_chakra(cfg, tmp_path / "w")
     assert read_chakra(tmp_path / "w") == pytest.approx(expected, rel=1e-9)
