@@ -41,7 +41,10 @@ def test_megatron_ddp_accumulates_in_its_grad_dtype_others_do_not():
     assert shard_of(cfg).main_grad_bytes == 4
     bf16 = replace(cfg, training=replace(cfg.training, grad_reduce_in_fp32=False))
     assert wgrad_accumulates(bf16) == 2
-    deepspeed = replace(cfg, parallel=replace(cfg.parallel, data_parallel_impl="deepspeed"))
+    # one stage: DeepSpeed's pipeline engine runs no interleaving (TrainSchedule)
+    deepspeed = replace(cfg, parallel=replace(
+        cfg.parallel, data_parallel_impl="deepspeed", pipeline_model_parallel_size=1,
+        pipeline_model_parallel_layout=None, virtual_pipeline_model_parallel_size=None))
     assert wgrad_accumulates(deepspeed) == 0
     zero3 = replace(cfg, parallel=replace(cfg.parallel, zero_stage=3))
     assert wgrad_accumulates(zero3) == 0
