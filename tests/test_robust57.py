@@ -215,13 +215,13 @@ def test_concurrent_submits_never_pass_max_active_jobs(tmp_path):
 
     app = create_app(Settings(db_url=f"sqlite:///{tmp_path / 's.db'}", workers=0, checkers=0,
                               limits=Limits(max_active_jobs=3)), start_workers=False)
-    store, count = app.state.store, app.state.store.active_count
+    store, count = app.state.store, app.state.store._count_active
 
-    def slow_count(token_id: str) -> int:  # the window between the count and the insert
-        n = count(token_id)
+    def slow_count(c, token_id: str) -> int:  # the window between the count and the insert
+        n = count(c, token_id)
         time.sleep(0.05)
         return n
-    store.active_count = slow_count
+    store._count_active = slow_count
     with TestClient(app) as client:
         headers = {"Authorization": f"Bearer {app.state.store.create_token('t')}"}
         codes: list[int] = []

@@ -352,6 +352,29 @@ class Store:
                 created_at=time.time(), attempts=0))
         return job_id
 
+    def create_job_within(self, token_id: str, kind: str, request: dict[str, Any],
+                          limit: int) -> str | None:
+        """``create_job`` where the token has fewer than ``limit`` jobs queued or running, else
+        None: the count and the insert in one transaction that holds the token's write lock
+        (SQLite ``BEGIN IMMEDIATE``: the database's one writer; PostgreSQL: the token's row
+        ``SELECT ... FOR UPDATE``), so API processes on one database never pass the limit
+        together (robust57 lead 1: a lock in one process left two servers racy)."""
+        job_id = uuid.uuid4().hex
+        with self.engine.connect() as c:
+            if c.dialect.name == "sqlite":
+                c.exec_driver_sql("BEGIN IMMEDIATE")
+            else:
+                c.execute(select(tokens.c.id).where(tokens.c.id == token_id).with_for_update())
+            if self._count_active(c, token_id) >= limit:
+                c.rollback()
+                return None
+            c.execute(jobs.insert().values(
+                id=job_id, token_id=token_id, kind=kind, status="queued",
+                request=safe_load.dumps(request, sort_keys=True), progress=0.0,
+                created_at=time.time(), attempts=0))
+            c.commit()
+        return job_id
+
     def _select(self) -> Any:
         return select(*_JOB_COLUMNS, (jobs.c.trace.is_not(None)).label("has_trace"),
                       (jobs.c.plot.is_not(None)).label("has_plot"))
@@ -383,8 +406,12 @@ class Store:
 
     def active_count(self, token_id: str) -> int:
         with self.engine.connect() as c:
-            return c.execute(select(func.count()).select_from(jobs).where(
-                jobs.c.token_id == token_id, jobs.c.status.in_(ACTIVE))).scalar_one()
+            return self._count_active(c, token_id)
+
+    @staticmethod
+    def _count_active(c: Connection, token_id: str) -> int:
+        return c.execute(select(func.count()).select_from(jobs).where(
+            jobs.c.token_id == token_id, jobs.c.status.in_(ACTIVE))).scalar_one()
 
     def counts(self) -> dict[str, int]:
         """Jobs by status, over all tokens."""

