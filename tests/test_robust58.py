@@ -115,3 +115,49 @@ def test_control_the_two_processes_race_without_the_lock(tmp_path):
     above can fail."""
     pytest.importorskip("sqlalchemy")
     assert _two_processes(f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path, locked=False) > 3
+
+
+# ------------------------------------------------------------ 2**53 (robust57 lead 4)
+
+BIG = [str(2**53 + 1), 2**60, "1e30", 1e30]
+
+
+def test_a_count_past_2_53_is_refused_alike_by_a_config_the_service_and_the_cli():
+    """A config refused 2**60 "out of range (at most 2**53)" but read the text
+    '9007199254740993' through a float as 2**53; the service took an int 2**60 as
+    ``options.top``; the CLI took ``--top 2**60`` where the option has no bound. Now each says
+    the config's words."""
+    from helpers import cli
+
+    from trainsim.catalog import run_config_from_dict
+    from trainsim.errors import ConfigError
+    from trainsim.service import Settings
+    from trainsim.service.jobs import problem
+
+    for v in BIG:
+        with pytest.raises(ConfigError, match=r"cluster\.num_gpus=.* is out of range \(at most"):
+            run_config_from_dict({"model": "llama3-8b",
+                                  "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": v}})
+        got = problem("search", {}, {"model": "llama3-8b", "gpus": 8, "global_batch": 16,
+                                     "seq": 512, "top": v}, Settings(workers=0, checkers=0))
+        assert got is not None and got[1] == "options.top" and "out of range (at most 2**53)" \
+            in got[2], (v, got)
+    for args in (["--top", str(2**60)], ["--tp", f"1,{2**60}"]):
+        r = cli("search", "llama3-8b", "--gpus", "8", "--global-batch", "16", "--seq", "512", *args)
+        assert r.exit_code == 2 and "out of range (at most 2**53)" in r.output, r.output
+
+
+def test_control_2_53_itself_and_whole_numbers_as_floats_still_read():
+    """Control: 2**53 and ``'8.0'`` are counts everywhere, as before."""
+    from trainsim.config.number_text import whole_number
+
+    assert whole_number(2**53) == whole_number(str(2**53)) == 2**53
+    assert whole_number("8.0") == whole_number(8.0) == 8
+    assert whole_number(8.5) is None and whole_number("x") is None
+
+
+def test_digit_text_past_2_53_is_read_exactly_not_through_a_float():
+    from trainsim.config.number_text import beyond_max_int, whole_value
+
+    assert whole_value(str(2**53 + 1)) == 2**53 + 1 and beyond_max_int(str(2**53 + 1))
+    assert whole_value("1_000") == 1000 and not beyond_max_int("x")

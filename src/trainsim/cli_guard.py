@@ -26,7 +26,14 @@ from typing import Any, NoReturn
 
 import click
 
-from trainsim.config._build import DeprecatedName, digit_groups, suggest, whole_number
+from trainsim.config._build import (
+    OUT_OF_RANGE,
+    DeprecatedName,
+    beyond_max_int,
+    digit_groups,
+    suggest,
+    whole_number,
+)
 from trainsim.config.safe_load import shown_path
 from trainsim.errors import ConfigError, TrainsimError, TrainsimWarning
 
@@ -386,6 +393,8 @@ class AsciiIntRange(click.IntRange):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         _ascii(self, value, param, ctx)
+        if beyond_max_int(value):  # as a config's count (robust57 lead 4: taken where unbounded)
+            self.fail(f"{value!r} {OUT_OF_RANGE}.", param, ctx)
         if isinstance(value, str) and (n := whole_number(value)) is not None:
             value = n
         return super().convert(value, param, ctx)

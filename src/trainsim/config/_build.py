@@ -14,13 +14,16 @@ from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from trainsim.config.number_text import (  # noqa: F401 - re-exported, as before the split
     MAX_INT,
+    OUT_OF_RANGE,
     SI_MULTIPLES,
     SI_SUFFIXED,
     _number,
     ascii_float,
+    beyond_max_int,
     digit_groups,
     si_float,
     whole_number,
+    whole_value,
 )
 from trainsim.errors import ConfigError
 
@@ -213,9 +216,9 @@ def _coerce(value: Any, tp: Any, where: str, free_text: bool = False) -> Any:
             raise ConfigError(f"{where} must be an integer, got {_shown(value)}") from None
         if not math.isfinite(f) or f != int(f):
             raise ConfigError(f"{where} must be an integer, got {_shown(value)}")
-        n = value if isinstance(value, int) else int(f)
-        if abs(n) > MAX_INT:
-            raise ConfigError(f"{where}={_shown(value)} is out of range (at most 2**53)")
+        n = whole_value(value)  # digit text exactly: '9007199254740993' is not 2**53
+        if n is None or abs(n) > MAX_INT:
+            raise ConfigError(f"{where}={_shown(value)} {OUT_OF_RANGE}")
         return n
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):

@@ -48,12 +48,10 @@ def ascii_float(value: float | str) -> float:
     return float(value)
 
 
-def whole_number(value: Any) -> int | None:
-    """The integer a count's value means as a config field reads it (``_coerce`` to int: an
-    int, or a float or ASCII text of a whole number, ``8.0``, ``'8.0'``, ``'1e3'``, at most
-    ``MAX_INT``), or None where it is none (a bool, a fraction, text of another kind). For the
-    counts read outside a config (CLI options, the service's options), which refused the
-    ``8.0`` a config takes as 8 (robust57)."""
+def whole_value(value: Any) -> int | None:
+    """The integer ``value`` writes, unbounded: an int, or a float or ASCII text of a whole
+    number (``8.0``, ``'8.0'``, ``'1e3'``; digit text exactly, ``'9007199254740993'`` is not
+    float's 2**53); None where it is none (a bool, a fraction, text of another kind)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
     if isinstance(value, int):
@@ -62,11 +60,33 @@ def whole_number(value: Any) -> int | None:
         f = ascii_float(value)
     except (ValueError, OverflowError):
         return None
-    if not math.isfinite(f) or f != int(f) or abs(f) > MAX_INT:
+    if not math.isfinite(f) or f != int(f):
         return None
-    if isinstance(value, str) and re.fullmatch(r"[+-]?\d+", value.strip()):
-        return int(value.strip())  # exact: int('9007199254740993') is not float's
+    if isinstance(value, str) and re.fullmatch(r"[+-]?[0-9_]+", value.strip()):
+        return int(digit_groups(value.strip()))  # exact, as an int written in a file is
     return int(f)
+
+
+def whole_number(value: Any) -> int | None:
+    """The integer a count's value means as a config field reads it (``_coerce`` to int:
+    ``whole_value``, at most ``MAX_INT`` either way), or None where it is none. For the counts
+    read outside a config (CLI options, the service's options), which refused the ``8.0`` a
+    config takes as 8 (robust57); an int past 2**53 is None here too, as its text was
+    (robust57 lead 4: ``options.top: 2**60`` went to the option's own bound, its text not)."""
+    n = whole_value(value)
+    return None if n is None or abs(n) > MAX_INT else n
+
+
+def beyond_max_int(value: Any) -> bool:
+    """Whether ``value`` is a whole number (``whole_value``) past ``MAX_INT``: the count a
+    config refuses "out of range (at most 2**53)", which the CLI's and the service's counts
+    refuse in the same words."""
+    n = whole_value(value)
+    return n is not None and abs(n) > MAX_INT
+
+
+OUT_OF_RANGE = "is out of range (at most 2**53)"
+"""How a count past ``MAX_INT`` is refused, in a config, a CLI option or the service."""
 
 
 SI_MULTIPLES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from trainsim.config._build import digit_groups, whole_number
+from trainsim.config._build import OUT_OF_RANGE, beyond_max_int, digit_groups, whole_number
 from trainsim.errors import ConfigError, TrainsimWarning
 from trainsim.search.reference_input import check_plan_sets, parse_reference
 
@@ -60,6 +60,8 @@ def parse_ints(text: str | None, name: str, least: int = 1) -> tuple[int, ...] |
     parts = [v for v in text.replace(";", ",").split(",") if v.strip()]
     for v in parts:
         digit_groups(v.strip(), f"--{name}")  # underscores in threes only, as a config's
+        if beyond_max_int(v):  # as a config's count (robust57 lead 4)
+            raise ConfigError(f"--{name}={text!r}: {v.strip()} {OUT_OF_RANGE}")
     try:
         # ASCII digits only ('\uff12' is 2 to int()), as a config's numbers; a whole number
         # however written ('8.0'), as a config reads a count (robust57)

@@ -220,9 +220,11 @@ def _int(opts: dict[str, Any], key: str, least: int = 0) -> int:
     """Option ``key`` as a whole number at least ``least``: an int, or a whole number however
     written (``8.0``, ``"8"``), as a config's count and the CLI's flag read it (robust57: 8.0
     was refused here, taken as 8 in the job's config)."""
-    from trainsim.config._build import whole_number
+    from trainsim.config._build import OUT_OF_RANGE, beyond_max_int, whole_number
 
     v = opts[key]
+    if beyond_max_int(v):  # as a config's count and the CLI's flag (robust57 lead 4)
+        raise RequestError(f"options.{key}", f"options.{key}={v!r} {OUT_OF_RANGE}")
     n = whole_number(v)
     if n is None or n < least:
         raise RequestError(f"options.{key}", f"options.{key}={v!r}: expected an integer >= {least}")
