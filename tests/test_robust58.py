@@ -161,3 +161,36 @@ def test_digit_text_past_2_53_is_read_exactly_not_through_a_float():
 
     assert whole_value(str(2**53 + 1)) == 2**53 + 1 and beyond_max_int(str(2**53 + 1))
     assert whole_value("1_000") == 1000 and not beyond_max_int("x")
+
+
+# ------------------------------------------------------------ a GPU file's aliases (robust57 lead 3)
+
+def _gpu_run(tmp_path: Path, gpu_text: str) -> str:
+    (tmp_path / "mygpu.yaml").write_text(gpu_text, encoding="utf-8")
+    run = {"model": {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
+                     "vocab_size": 1024},
+           "training": {"global_batch_size": 16, "seq_length": 512},
+           "cluster": {"gpu": str(tmp_path / "mygpu.yaml"), "num_gpus": 8, "gpus_per_node": 8}}
+    (tmp_path / "run.yaml").write_text(__import__("json").dumps(run), encoding="utf-8")
+    return str(tmp_path / "run.yaml")
+
+
+def test_a_gpu_files_aliases_are_said_to_be_unread_in_one_warning_line(tmp_path):
+    """A catalog GPU file copied as a user's own: its ``aliases`` were dropped without a word;
+    now one warning line names them and the field, and the run answers."""
+    from helpers import cli
+
+    text = (ROOT / "src/trainsim/catalog/gpus/h100-sxm-80gb.yaml").read_text(encoding="utf-8")
+    r = cli("simulate", _gpu_run(tmp_path, text), "--format", "json")
+    warned = [ln for ln in r.stderr.splitlines() if "aliases" in ln]
+    assert r.exit_code == 0 and len(warned) == 1 and "cluster.gpu=" in warned[0] \
+        and "h100-80gb" in warned[0], r.stderr
+
+
+def test_control_a_gpu_file_without_aliases_warns_of_nothing(tmp_path):
+    from helpers import cli
+
+    text = (ROOT / "src/trainsim/catalog/gpus/h100-sxm-80gb.yaml").read_text(encoding="utf-8")
+    text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("aliases:"))
+    r = cli("simulate", _gpu_run(tmp_path, text), "--format", "json")
+    assert r.exit_code == 0 and "aliases" not in r.stderr

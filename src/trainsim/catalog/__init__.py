@@ -374,9 +374,20 @@ def read_gpu_file(path: Path, where: str) -> dict[str, Any]:
                           f"{_kind(data)}")
     data.pop("_base_dir", None)
     # the names a catalog file answers to, metadata no GPUSpec field holds (as ``gpu`` drops
-    # them): a catalog file copied as a user's own was "unknown field cluster.gpu.aliases"
-    data.pop("aliases", None)
+    # them): a catalog file copied as a user's own was "unknown field cluster.gpu.aliases";
+    # a user's file is named by its path, so its aliases name nothing: said, not dropped
+    # silently (robust57 lead 3)
+    aliases = data.pop("aliases", None)
+    if aliases:
+        warnings.warn(f"{where}={shown_path(path)}: its aliases {_shown_aliases(aliases)} are "
+                      "not read (a GPU file is named by its path; aliases name catalog GPUs "
+                      "only)", TrainsimWarning, stacklevel=2)
     return data
+
+
+def _shown_aliases(aliases: Any) -> str:
+    text = ", ".join(map(str, aliases)) if isinstance(aliases, list) else str(aliases)
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 def _cluster_section(raw: Any) -> ClusterConfig:
