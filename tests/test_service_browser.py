@@ -133,3 +133,29 @@ def test_the_forms_number_fields_go_as_typed_where_no_plain_number(browser, serv
     page.fill("#f-global_batch_size", "1.28e2")
     training = page.evaluate("configFromForm()")["training"]
     assert training["micro_batch_size"] == 1.5 and training["global_batch_size"] == 128
+
+
+def test_the_forms_token_field_takes_si_multiples_as_a_config_does(browser, served):
+    """robust57 lead 2: the run form's ``<input type=number>`` refused a typed "15T" in the
+    browser itself, where ``training.train_tokens: 15T`` is 1.5e13 tokens in a file; now a text
+    field sends it as typed, the server reads it as a config's (``si_float``), and refuses
+    text that is no number under the field."""
+    import json
+    import urllib.request
+
+    srv, token = served
+    page = _new_run_page(browser, srv.base, token)
+    page.fill("#f-train_tokens", "15Q")
+    page.click("#run")
+    error = page.wait_for_selector("label:has(#f-train_tokens) .field-error")
+    assert "training.train_tokens" in error.inner_text()
+    page.fill("#f-train_tokens", "15T")
+    assert page.evaluate("configFromForm()")["training"]["train_tokens"] == "15T"
+    page.click("#run")
+    page.wait_for_selector("#status:text('done')", timeout=60_000)
+    job_id = page.evaluate("location.hash").split("/")[-1]
+    req = urllib.request.Request(f"{srv.base}/api/v1/jobs/{job_id}",
+                                 headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req) as r:
+        job = json.load(r)
+    assert job["result"]["config"]["training"]["train_tokens"] == 1.5e13

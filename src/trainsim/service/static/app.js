@@ -104,12 +104,12 @@ const FORM_FIELDS = [
   ["micro_batch_size", "training.micro_batch_size", "Micro-batch", "int"],
   ["seq_length", "training.seq_length", "Sequence length", "int"],
   ["dtype", "training.dtype", "dtype", "choice:bf16,fp16,fp8"],
-  ["train_tokens", "training.train_tokens", "Training tokens (days, cost)", "num"],
+  ["train_tokens", "training.train_tokens", "Training tokens (days, cost)", "si"],
 ];
 const DEFAULTS = { model: "llama3-8b", node: "dgx-h100", gpu: "h100-sxm-80gb", num_gpus: 8,
   tp: 2, pp: 1, vpp: "", cp: 1, sequence_parallel: true, distributed_optimizer: true,
   recompute: "none", global_batch_size: 128, micro_batch_size: 1, seq_length: 8192,
-  dtype: "bf16", train_tokens: 1e11 };
+  dtype: "bf16", train_tokens: "100B" };
 
 const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
@@ -123,7 +123,9 @@ function configFromForm() {
     // "8 GPUs") as the text typed, for the server to read as a config file's or refuse
     // naming the field: parseInt read "8.9" as 8 and "1e3" as 1, Number("15T") was NaN, sent
     // as null, the field dropped (robust57)
-    if ((kind === "int" || kind === "num") && NUMBER.test(v)) v = Number(v);
+    // a count with a decimal multiple ("15T", "300B") goes as typed: the config reads it
+    // (config.number_text.si_float) or refuses it naming the field (robust57 lead 2)
+    if ((kind === "int" || kind === "num" || kind === "si") && NUMBER.test(v)) v = Number(v);
     if (id === "gpu" && $("#f-node").value) continue;  // the node names its GPU
     const [section, key] = path.split(".");
     if (key) cfg[section][key] = v; else cfg[section] = v;
@@ -177,6 +179,10 @@ async function viewNew() {
         h("option", { value: v, selected: String(DEFAULTS[id]) === v }, t)));
     } else if (kind === "bool") {
       input = h("input", { id: `f-${id}`, name: path, type: "checkbox", checked: !!DEFAULTS[id] });
+    } else if (kind === "si") {  // a number input refuses "15T" in the browser itself
+      input = h("input", { id: `f-${id}`, name: path, type: "text", value: DEFAULTS[id],
+                           spellcheck: "false", autocomplete: "off",
+                           title: "a number, or with K, M, B (or G), T, P: 15T, 300B, 1.5e13" });
     } else {
       input = h("input", { id: `f-${id}`, name: path, type: "number", value: DEFAULTS[id],
                            step: kind === "num" ? "any" : "1", min: kind === "int" ? "1" : null });
