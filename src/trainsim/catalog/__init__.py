@@ -22,7 +22,12 @@ from trainsim.catalog.defaults import (
     window_attention_problem,
 )
 from trainsim.catalog.names import aliases_of
-from trainsim.catalog.run_framework import dense_moe_settings, fp8_settings_ignored, framework_model
+from trainsim.catalog.run_framework import (
+    deferral_ignored,
+    dense_moe_settings,
+    fp8_settings_ignored,
+    framework_model,
+)
 from trainsim.catalog.shared_sections import kept_section
 from trainsim.catalog.te_attention import blackwell_head_dim_attention, wide_head_attention
 from trainsim.catalog.units import (
@@ -556,7 +561,8 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
                                          lambda: _cluster_section(cluster)))
     if not model.is_moe:
         dense_moe_settings(cfg, *unfilled, gpu_name)
-    for ignored in fp8_settings_ignored(*unfilled, gpu_name, cfg.training):
+    for ignored in [*fp8_settings_ignored(*unfilled, gpu_name, cfg.training),
+                    *deferral_ignored(unfilled[0], cfg)]:
         warnings.warn(ignored, TrainsimWarning, stacklevel=2)  # a config it was valid for
     return cfg
 

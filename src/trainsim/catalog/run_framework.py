@@ -1,6 +1,7 @@
 """What ``training.framework`` does to a run config as it is read
 (``catalog.run_config_from_dict``): the dropouts and MTP layers its model class builds, the
-fp8-only settings a 16-bit run states and ignores, and a dense model's MoE-only settings refused."""
+fp8-only settings a 16-bit run states and ignores, the output-layer deferral settings a run
+states where nothing defers, and a dense model's MoE-only settings refused."""
 
 from __future__ import annotations
 
@@ -52,6 +53,29 @@ def fp8_settings_ignored(parallel_raw: dict[str, Any], training_raw: dict[str, A
     return [msg for k, v in stated.items()
             if getattr(training, k) != _unstated(parallel_raw, training_raw, gpu_name, k)
             and (msg := fp8_recipe_ignored(v, training.dtype, k)) is not None]
+
+
+def deferral_ignored(parallel_raw: dict[str, Any], cfg: RunConfig) -> list[str]:
+    """Warnings for Megatron-core's output-layer deferral settings a run states that change
+    nothing (``parallel_raw``: the section as written): ``defer_embedding_wgrad_compute: true``
+    without pipeline parallelism (Megatron-core's model_parallel_config.py ``__post_init__``
+    refuses it: "Cannot defer embedding wgrad compute when pipeline model parallel is not
+    used"; ``framework_rules.deferred_microbatches`` defers nothing there), and a
+    ``wgrad_deferral_limit`` where no micro-batch defers (robust58: both taken without a word)."""
+    from trainsim.catalog.framework_rules import deferred_microbatches
+
+    p, out = cfg.parallel, []
+    if p.defer_embedding_wgrad_compute and "defer_embedding_wgrad_compute" in parallel_raw \
+            and p.pp == 1:
+        out.append("parallel.defer_embedding_wgrad_compute=true is ignored: it defers the last "
+                   "pipeline stage's output-layer weight gradient, and parallel.pp=1 runs no "
+                   "pipeline (Megatron-core refuses it there)")
+    if p.wgrad_deferral_limit and "wgrad_deferral_limit" in parallel_raw and \
+            not deferred_microbatches(cfg, cfg.num_microbatches):
+        out.append(f"parallel.wgrad_deferral_limit={p.wgrad_deferral_limit} is ignored: the run "
+                   "defers no output-layer weight gradient (set "
+                   "parallel.defer_embedding_wgrad_compute=true, with parallel.pp > 1)")
+    return out
 
 
 def _unstated(parallel_raw: dict[str, Any], training_raw: dict[str, Any], gpu_name: Any,

@@ -109,6 +109,23 @@ def si_float(text: str) -> float:
     return ascii_float(t) * mult
 
 
+def token_count(text: str, where: str = "--tokens") -> float:
+    """A run's tokens written as text (``plan`` / ``goodput --tokens``, the service's
+    ``options.tokens``): ``si_float``'s number, positive and finite, refused in one wording
+    everywhere (robust58: plan said "'abc' is not a number (suffixes k, M, B/G, T, P allowed)"
+    and "--tokens=-15000000000000.0 must be a positive number", goodput "use a number with an
+    optional K/M/B/T suffix" while it takes G and P)."""
+    text = digit_groups(text, where)  # 1_000B as 1000B; 1_0 refused, as a config's
+    try:
+        value = si_float(text)
+    except ValueError:
+        raise ConfigError(f"{where} {text!r}: not a number of tokens (a number, or with a "
+                          "suffix K, M, B/G, T, P: 15T)") from None
+    if not 0 < value < math.inf:
+        raise ConfigError(f"{where} {text!r} must be a positive, finite number of tokens")
+    return value
+
+
 def _number(text: str) -> float | None:
     """``text`` as a float (``ascii_float``), or None."""
     try:

@@ -15,7 +15,8 @@ from typing import Any
 import click
 
 from trainsim.cli_guard import PLOT_FILE, POSITIVE, POSITIVE_INT, AsciiIntRange, stdout_console
-from trainsim.config._build import digit_groups, section_of, si_float
+from trainsim.config._build import digit_groups, section_of
+from trainsim.config.number_text import token_count
 from trainsim.errors import ConfigError, TrainsimError
 
 _TIME = {"": 1.0, "S": 1.0, "M": 60.0, "MIN": 60.0, "H": 3600.0, "D": 86400.0}
@@ -26,16 +27,9 @@ _NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 
 
 def parse_tokens(text: str) -> float:
-    """'15T', '300B', '1.5e13' -> tokens (``config._build.si_float``: K, M, B/G, T, P)."""
-    text = digit_groups(text, "--tokens")  # 1_000B as 1000B; 1_0 refused, as a config's
-    try:
-        value = si_float(text)
-    except ValueError:
-        raise ConfigError(f"--tokens {text!r}: use a number with an optional K/M/B/T suffix, "
-                          "e.g. 15T") from None
-    if not 0 < value < math.inf:
-        raise ConfigError(f"--tokens {text!r} must be positive and finite")
-    return value
+    """'15T', '300B', '1.5e13' -> tokens (``config.number_text.token_count``: K, M, B/G, T, P;
+    the one rule and wording of plan, goodput and the service)."""
+    return token_count(text, "--tokens")
 
 
 def parse_duration(text: str) -> float:

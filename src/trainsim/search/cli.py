@@ -211,15 +211,15 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
              global_batch, seq, max_gpus, price, pue, grid_g, gpu_idle_fraction, node_overhead, fmt):
     """How many GPUs to train MODEL on --tokens within --days, the best configuration, cost,
     energy and CO2."""
+    from trainsim.config.number_text import token_count
     from trainsim.report.numbers import amount
     from trainsim.search.capacity import EnergyModel, plan
     from trainsim.search.executors import make_executor
     from trainsim.search.render import rows_table
-    from trainsim.search.whatif import parse_number
 
     ex = None
     try:
-        n_tokens = parse_number(tokens, "--tokens")
+        n_tokens = token_count(tokens, "--tokens")  # goodput's rule and words (robust58)
         check_plan_sets(overrides, pue, price)
         gpus_per_node = node_size(gpus_per_node, overrides)
         gb = global_batch or max(1, 2 ** round(__import__("math").log2(4 * 2**20 / seq)))

@@ -175,11 +175,11 @@ def search_job(config: dict[str, Any], opts: dict[str, Any], settings: Settings,
 
 def plan_job(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: Path,
           run: bool, progress: Progress, given: frozenset[str] = frozenset()) -> Output | None:
+    from trainsim.config.number_text import token_count
     from trainsim.config.training import check_run_tokens
     from trainsim.search.capacity import EnergyModel, plan
     from trainsim.search.cli import MAX_GRID_G_PER_KWH, MAX_NODE_OVERHEAD
     from trainsim.search.cli_inputs import build_base, check_plan_sets, said_warnings
-    from trainsim.search.whatif import parse_number
 
     _defaults_from_config(config, opts, wd)
     for key in ("tokens", "days"):
@@ -188,10 +188,7 @@ def plan_job(config: dict[str, Any], opts: dict[str, Any], settings: Settings, w
     max_gpus = _int(opts, "max_gpus", 1)
     _bound_gpus(max_gpus, "options.max_gpus", settings.limits)
     with _as_options("plan", given):
-        n_tokens = parse_number(_given_text(opts["tokens"]), "--tokens")
-    if not (math.isfinite(n_tokens) and n_tokens > 0):  # as plan() refuses it, before queuing
-        raise RequestError("options.tokens", f"options.tokens={opts['tokens']!r}: expected a "
-                           "positive number of tokens")
+        n_tokens = token_count(_given_text(opts["tokens"]), "--tokens")  # goodput's words
     days = _float(opts, "days", above=0)
     price = _float(opts, "price", optional=True, least=0, most=MAX_PRICE_PER_HOUR)
     seq = _int(opts, "seq", 1)

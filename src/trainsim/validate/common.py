@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainsim.config import ascii_float
+from trainsim.config.number_text import OUT_OF_RANGE, whole_value
 from trainsim.config.records import MAX_COUNT, MIN_MEASURED, positive_value
 from trainsim.errors import ConfigError
 
@@ -83,10 +84,15 @@ def count_cell(row: dict[str, str], key: str, least: int = 1) -> int:
         raise ConfigError(f"column '{key}'={exc}") from None
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value == int(value) and least <= value <= MAX_COUNT):
+    # digit text exactly, as a config's count (robust58: '9007199254740993' read through a
+    # float was 2**53, within MAX_COUNT)
+    exact = whole_value(text) if math.isfinite(value) else None
+    if exact is not None and exact > MAX_COUNT:
+        raise ConfigError(f"column '{key}'={text!r} {OUT_OF_RANGE}")
+    if exact is None or not least <= exact:
         shown = "empty" if text is None else repr(text)
         raise ConfigError(f"column '{key}' is {shown}; it must be a whole number >= {least}")
-    return int(value)
+    return exact
 
 
 def positive_cell(row: dict[str, str], key: str) -> float:
