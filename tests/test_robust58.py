@@ -25,16 +25,15 @@ from trainsim.service.store import Store
 url, token_id, folder, me, locked = sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4], \
     sys.argv[5] == "1"
 store = Store(url)
-count = store._count_active
+if locked:
+    count = store._count_active
 
+    def slow(c, t):  # the window between a submit's count and its insert
+        n = count(c, t)
+        time.sleep(0.3)
+        return n
 
-def slow(c, t):  # the window between a submit's count and its insert
-    n = count(c, t)
-    time.sleep(0.3)
-    return n
-
-
-store._count_active = slow
+    store._count_active = slow
 (folder / f"ready{me}").write_text("")
 while not (folder / "go").exists():
     time.sleep(0.01)
@@ -43,8 +42,8 @@ for _ in range(3):
     if locked:
         made += store.create_job_within(token_id, "simulate", {}, 3) is not None
     else:  # the count and the insert apart, as one API process did before robust58
-        with store.engine.connect() as c:
-            n = store._count_active(c, token_id)
+        n = store.active_count(token_id)
+        time.sleep(0.3)
         if n < 3:
             store.create_job(token_id, "simulate", {})
             made += 1
@@ -84,8 +83,10 @@ def _two_processes(url: str, folder: Path, locked: bool) -> int:
     store = Store(url)
     store.create_token("t")
     (token_id,) = [t.id for t in store.list_tokens()]
+    import trainsim  # the processes run the trainsim this test imports
+
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+        [str(Path(trainsim.__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
     procs = [subprocess.Popen([sys.executable, "-c", _SUBMITTER, url, token_id, str(folder),
                                str(k), "1" if locked else "0"], env=env, stdout=subprocess.PIPE,
                               text=True) for k in range(2)]
@@ -194,3 +195,106 @@ def test_control_a_gpu_file_without_aliases_warns_of_nothing(tmp_path):
     text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("aliases:"))
     r = cli("simulate", _gpu_run(tmp_path, text), "--format", "json")
     assert r.exit_code == 0 and "aliases" not in r.stderr
+
+
+# ------------------------------------------------------------ the round's classes (fuzz58)
+
+TOKENS_RUN = {"model": {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
+                        "vocab_size": 1024},
+              "parallel": {}, "training": {"global_batch_size": 16, "seq_length": 512},
+              "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
+                          "compute_db": None}}
+
+
+def _said(r) -> str:
+    return next(ln for ln in r.stderr.splitlines() if ln.startswith("error: "))
+
+
+@pytest.mark.parametrize("text", ["abc", "-15T", "1e400", "15TT", "0x10"])
+def test_plan_and_goodput_refuse_one_tokens_text_in_the_same_words(tmp_path, text):
+    """plan said "'abc' is not a number (suffixes k, M, B/G, T, P allowed)" and
+    "--tokens=-15000000000000.0 must be a positive number", goodput "use a number with an
+    optional K/M/B/T suffix" (it takes G and P too); now ``config.number_text.token_count``
+    is both commands' rule and words."""
+    from helpers import cli
+
+    run = tmp_path / "run.json"
+    run.write_text(__import__("json").dumps(TOKENS_RUN), encoding="utf-8")
+    plan = cli("plan", str(run), "--tokens", text, "--days", "30", "--max-gpus", "8",
+               "--seq", "512", "--global-batch", "16")
+    good = cli("goodput", str(run), "--tokens", text)
+    assert plan.exit_code == good.exit_code == 2
+    assert _said(plan) == _said(good) and f"--tokens {text!r}" in _said(plan), \
+        (_said(plan), _said(good))
+
+
+def test_control_a_tokens_text_with_g_or_p_is_taken_by_goodput():
+    from trainsim.reliability.cli import parse_tokens
+
+    assert parse_tokens("300G") == parse_tokens("300B") == 3e11
+    assert parse_tokens("1P") == 1e15
+
+
+def test_a_rows_count_cell_past_2_53_is_refused_naming_the_column():
+    """``validate.common.count_cell`` read '9007199254740993' through a float as 2**53, within
+    ``MAX_COUNT``; a config refuses that count "out of range (at most 2**53)"."""
+    from trainsim.errors import ConfigError
+    from trainsim.validate.common import count_cell
+
+    with pytest.raises(ConfigError, match=r"column 'wgrad_deferral_limit'='9007199254740993' "
+                                          r"is out of range \(at most 2\*\*53\)"):
+        count_cell({"wgrad_deferral_limit": str(2**53 + 1)}, "wgrad_deferral_limit", least=0)
+    assert count_cell({"etp": "1_000"}, "etp") == 1000 and count_cell({"etp": "2.0"}, "etp") == 2
+
+
+def _deferral_warnings(parallel: dict) -> list[str]:
+    import copy
+    import warnings
+
+    from trainsim.catalog import run_config_from_dict
+
+    raw = copy.deepcopy(TOKENS_RUN)
+    raw["parallel"] = parallel
+    raw["cluster"]["num_gpus"] = 8 * parallel.get("pp", 1)
+    raw["training"]["framework"] = "megatron-core"
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        run_config_from_dict(raw)
+    return [str(x.message) for x in w if "defer" in str(x.message)]
+
+
+def test_output_layer_deferral_settings_that_change_nothing_are_warned_of():
+    """``defer_embedding_wgrad_compute: true`` at pp 1 (Megatron-core refuses it there) and a
+    ``wgrad_deferral_limit`` where no micro-batch defers were taken without a word."""
+    (said,) = _deferral_warnings({"defer_embedding_wgrad_compute": True})
+    assert said.startswith("parallel.defer_embedding_wgrad_compute=true is ignored") \
+        and "parallel.pp=1" in said
+    (said,) = _deferral_warnings({"pp": 2, "wgrad_deferral_limit": 4})
+    assert said.startswith("parallel.wgrad_deferral_limit=4 is ignored")
+
+
+def test_control_a_deferral_that_defers_is_not_warned_of():
+    assert _deferral_warnings({"pp": 2, "defer_embedding_wgrad_compute": True,
+                               "wgrad_deferral_limit": 1}) == []
+    assert _deferral_warnings({"pp": 2, "defer_embedding_wgrad_compute": False}) == []
+
+
+def test_the_round_files_stay_importable_and_the_fuzz_script_takes_its_flags():
+    """The round's scripts import (their surfaces build) without running an input."""
+    import random
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import fuzz58
+
+    with tempfile.TemporaryDirectory() as d:
+        names = sorted(fuzz58.surfaces(d, random.Random(0)))
+    assert names == ["exportrt", "mllama", "planedges", "rowcols"]
+
+
+@pytest.mark.slow
+def test_the_whole_round_finds_no_class():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import fuzz58
+
+    assert fuzz58.main([]) == 0
