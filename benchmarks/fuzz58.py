@@ -1,14 +1,16 @@
 """Input robustness, 2026-11-29 (58th session, robust58): the newest row columns, the
 Megatron-LLaMA profile, trainsim's own files read back, and the planning commands' edges.
 
-- ``rowcols``: the optional row columns defer57 and etp57 added (``defer_embedding_wgrad_compute``
-  0/1, ``wgrad_deferral_limit`` a count from 0, ``etp`` a size) written in every text form a
+- ``rowcols``: the optional row columns defer57, etp57 and mllama58 added
+  (``defer_embedding_wgrad_compute`` 0/1, ``wgrad_deferral_limit`` a count from 0, ``etp`` a
+  size, ``gradient_accumulation_fusion`` 0/1) written in every text form a
   cell may take (``1.0``, ``' 1 '``, ``yes``, ``4e0``, ``1_000``, full-width digits, ``nan``,
   fractions, negatives, past 2**53), in a format v2 row beside another row, and the same fields
   in a config and ``--set``. Oracle: a form of a value a switch or count reads (this script's
   own reader, ``_switch`` / ``_count``) predicts what that value's plain cell does, the other
   row untouched (fuzz53's pair check); any other form fails its row in one line naming the
-  column;
+  column; a deferral setting that changes nothing is warned of, and a deferral beside the
+  fusion stated off (which Megatron-core refuses) refused naming both;
 - ``mllama``: runs under ``training.framework: megatron-llama`` (every stated version and some
   that are none, MoE or dense, each sharding, dtype, attention kernel, pipeline shape). Oracle:
   a sane result or one line; an accepted run's resolved config (its JSON ``config``) read back
@@ -116,6 +118,8 @@ ROW_CELLS = {
                                          "x", "\u0664", "", "+4", "0x4"]),
     "etp": (_count(1), ["1", "2", "1.0", "2.0", " 2 ", "2e0", "0", "-2", "1.5", "x", "",
                         "\uff12", "1_0", "4", "8", "nan", str(2**53 + 1)]),
+    "gradient_accumulation_fusion": (_switch, ["0", "1", "0.0", " 0 ", "false", "NO", "off",
+                                               "2", "-0", "x", "", "\uff10", "nan"]),
 }
 """Column -> (this script's reader, the cells tried)."""
 DEFER_FRAMEWORKS = ["megatron-core", "nemo", "mlperf-nemo", "megatron-bridge", "torchtitan", ""]
@@ -140,6 +144,8 @@ def _row_pair(rows: list[dict[str, str]], columns: list[str], workdir: str,
             extra["framework_version"] = ""
         if col == "wgrad_deferral_limit" and rng.random() < 0.7:
             extra["defer_embedding_wgrad_compute"] = "1"
+        if col == "gradient_accumulation_fusion" and rng.random() < 0.3:
+            extra["defer_embedding_wgrad_compute"] = "1"  # Megatron-core refuses it unfused
         yield f"row {rows[i]['id']} {extra} {col}={cell!r}", (
             lambda i=i, j=j, c=col, v=cell, e=extra, r=reader:
             _row_cell(one, rows, columns, workdir, i, j, c, v, e, r))
@@ -239,6 +245,28 @@ IGNORED = [("dense", 1, {"defer_embedding_wgrad_compute": True}),
            ("moe", 2, {"wgrad_deferral_limit": 4}), ("dense", 1, {"wgrad_deferral_limit": 1}),
            ("moe", 2, {"defer_embedding_wgrad_compute": True}),
            ("moe", 2, {"defer_embedding_wgrad_compute": True, "wgrad_deferral_limit": 1})]
+PAIRS = [({"defer_embedding_wgrad_compute": True}, {"gradient_accumulation_fusion": False}),
+         ({"defer_embedding_wgrad_compute": True}, {"gradient_accumulation_fusion": True}),
+         ({"defer_embedding_wgrad_compute": False}, {"gradient_accumulation_fusion": False})]
+"""(parallel, training) settings of the MoE base (pp 2) under Megatron-core: a deferral stated
+beside the weight-gradient fusion stated off, which Megatron-core refuses; controls."""
+
+
+def _pair(parallel: dict[str, Any], training: dict[str, Any], workdir: str) -> str | None:
+    """A pair Megatron-core refuses is refused in one line naming both fields; the others
+    answer (or are refused for another reason, in one line)."""
+    raw = copy.deepcopy(BASES["moe"])
+    raw["training"]["framework"] = "megatron-core"
+    raw["parallel"].update(parallel)
+    raw["training"].update(training)
+    r, lines = _run(["simulate", write(Path(workdir), "pair.json", raw), "--format", "json"])
+    refused_by_megatron = parallel.get("defer_embedding_wgrad_compute") and \
+        training.get("gradient_accumulation_fusion") is False
+    if r.exit_code == 0:
+        return "a deferral without gradient accumulation fusion taken (Megatron-core refuses " \
+               "it)" if refused_by_megatron else None
+    return one_line(r, lines, *(("defer_embedding_wgrad_compute", "gradient_accumulation_fusion")
+                                if refused_by_megatron else ()))
 """(base, its pp, settings): a deferral stated where the run defers nothing (no pipeline, or
 the switch off / unset) and, as controls, where it defers."""
 
@@ -280,11 +308,16 @@ def rowcols_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Cas
             for c in ROW_CELLS:
                 r.setdefault(c, "")
         yield from _row_pair(rows, columns, workdir, rng)
+        for parallel, training in PAIRS:
+            yield f"config moe megatron-core {parallel} {training}", (
+                lambda p=parallel, t=training: _pair(p, t, workdir))
         for base, _pp, settings in IGNORED:
             for fw in (None, "megatron-core", "nemo", "mlperf-nemo"):
                 yield f"config {base} {fw} {settings}", (
                     lambda b=base, s=settings, f=fw: _ignored(b, s, f, workdir))
         for col, (_reader, battery) in ROW_CELLS.items():
+            if col not in CONFIG_FIELDS:
+                continue  # a training field (mllama58's): its rows only
             for cell in battery:
                 for via_set in (False, True):
                     if via_set and (not cell.strip() or cell.startswith("0x")):
