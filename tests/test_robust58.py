@@ -279,26 +279,6 @@ def test_control_a_deferral_that_defers_is_not_warned_of():
     assert _deferral_warnings({"pp": 2, "defer_embedding_wgrad_compute": False}) == []
 
 
-def test_a_deferral_beside_the_fusion_stated_off_is_refused_naming_both():
-    """Megatron-core refuses ``defer_embedding_wgrad_compute`` without gradient accumulation
-    fusion; trainsim priced the pair once mllama58's ``gradient_accumulation_fusion`` field
-    could state it off."""
-    import copy
-
-    from trainsim.catalog import run_config_from_dict
-    from trainsim.errors import ConfigError
-
-    raw = copy.deepcopy(TOKENS_RUN)
-    raw["parallel"] = {"pp": 2, "defer_embedding_wgrad_compute": True}
-    raw["training"].update(framework="megatron-core", gradient_accumulation_fusion=False)
-    raw["cluster"]["num_gpus"] = 16
-    with pytest.raises(ConfigError, match="defer_embedding_wgrad_compute=true needs .*"
-                                          "gradient_accumulation_fusion=false"):
-        run_config_from_dict(raw)
-    raw["training"]["gradient_accumulation_fusion"] = True  # control: fused, it defers
-    assert run_config_from_dict(raw).parallel.defer_embedding_wgrad_compute
-
-
 def test_the_round_files_stay_importable_and_the_fuzz_script_takes_its_flags():
     """The round's scripts import (their surfaces build) without running an input."""
     import random

@@ -24,7 +24,6 @@ from trainsim.catalog.defaults import (
 from trainsim.catalog.names import aliases_of
 from trainsim.catalog.run_framework import (
     deferral_ignored,
-    deferral_problem,
     dense_moe_settings,
     fp8_settings_ignored,
     framework_model,
@@ -562,8 +561,6 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
                                          lambda: _cluster_section(cluster)))
     if not model.is_moe:
         dense_moe_settings(cfg, *unfilled, gpu_name)
-    if problem := deferral_problem(cfg):
-        raise ConfigError(problem)
     for ignored in [*fp8_settings_ignored(*unfilled, gpu_name, cfg.training),
                     *deferral_ignored(unfilled[0], cfg)]:
         warnings.warn(ignored, TrainsimWarning, stacklevel=2)  # a config it was valid for

@@ -78,20 +78,6 @@ def deferral_ignored(parallel_raw: dict[str, Any], cfg: RunConfig) -> list[str]:
     return out
 
 
-def deferral_problem(cfg: RunConfig) -> str | None:
-    """The refusal of a stated output-layer deferral (``defer_embedding_wgrad_compute: true``)
-    beside a stated ``gradient_accumulation_fusion: false``: the deferred weight gradients
-    accumulate through the fused GEMM, and Megatron-core refuses the pair ("Cannot defer
-    embedding wgrad compute when gradient accumulation fusion is not used",
-    model_parallel_config.py ``__post_init__``); trainsim priced it (robust58)."""
-    if cfg.parallel.defer_embedding_wgrad_compute and \
-            cfg.training.gradient_accumulation_fusion is False:
-        return ("parallel.defer_embedding_wgrad_compute=true needs the fused weight-gradient "
-                "accumulation it defers into, and training.gradient_accumulation_fusion=false "
-                "turns that off (Megatron-core refuses the pair); drop one of them")
-    return None
-
-
 def _unstated(parallel_raw: dict[str, Any], training_raw: dict[str, Any], gpu_name: Any,
               name: str) -> Any:
     """The value of training field ``name`` in the run built without the config's own (the
