@@ -8,32 +8,23 @@ from __future__ import annotations
 import functools
 import sys
 import time
+from pathlib import Path
 
 import pytest
+from helpers import load_script
 
-from trainsim import run_config_from_dict, simulate
-from trainsim.limits import TASK_US, WorkLimitError, check_simulation, simulation_work
-from trainsim.steady_state import simulated_tasks
+from trainsim import simulate
+from trainsim.limits import WorkLimitError, check_simulation, simulation_work
 
-V_SHAPED = ("zb_v", "dualpipe_v", "dualpipe")
+_COST = load_script(Path(__file__).resolve().parents[1] / "benchmarks" / "limits_cost58.py")
 PERIODIC = ("zb_2p", "zb_h1", "zb_h2", "zb_v", "interleaved_zb", "dualpipe_v", "dualpipe", "gpipe")
+V_SHAPED = _COST.V_SHAPED
+_charged_s = _COST.charged_s  # the script's figure is the test's
 
 
 def _cfg(schedule: str, m: int, pp: int = 8):
-    vpp = 2 if schedule in V_SHAPED or schedule == "interleaved_zb" else 1
-    par = {"pp": pp, "pipeline_schedule": schedule}
-    if schedule == "interleaved_zb":
-        par["vpp"] = vpp
-    return run_config_from_dict({
-        "model": {"hidden_size": 256, "num_layers": pp * vpp, "num_attention_heads": 4,
-                  "vocab_size": 1024},
-        "parallel": par, "training": {"global_batch_size": m, "seq_length": 256},
-        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": pp, "gpus_per_node": min(pp, 8),
-                    "compute_db": None}})
-
-
-def _charged_s(cfg) -> float:
-    return sum(simulation_work(cfg, simulated_tasks(cfg))) * TASK_US * 1e-6
+    """The script's small model (one layer a virtual stage) on ``pp`` GPUs, ``m`` micro-batches."""
+    return _COST.config(schedule, pp, m)
 
 
 @pytest.mark.parametrize("schedule", PERIODIC)
