@@ -41,3 +41,15 @@ def positive_int(value: Any, where: str) -> int:
 
 
 __all__ = ["count", "flag", "positive_int"]
+
+
+def model_type(cfg: dict[str, Any], where: str) -> str:
+    """The config.json's ``model_type``: text, or '' where absent or null. A number or a list
+    was read through ``str()`` and lost the family's structure (gated MLP, tied embeddings),
+    silently."""
+    value = cfg.get("model_type")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: model_type must be text (e.g. 'llama'), got {value!r}")
+    return value
