@@ -13,7 +13,7 @@ from trainsim.workload.fsdp_optimizer import (
     per_tensor_optimizer,
 )
 from trainsim.workload.ops import Elementwise
-from trainsim.workload.sharding import _module_order
+from trainsim.workload.sharding_grads import _module_order
 
 
 def cfg(gpus=8, framework=("llm-foundry", "2024-01"), model="mpt-1b", zero=3, impl=None,
@@ -71,7 +71,7 @@ def test_composer_step_costs_host_time_beyond_the_fused_step():
 
 
 def test_fsdp1_copies_each_gradient_and_casts_it_for_an_fp32_reduction():
-    from trainsim.workload.sharding import fsdp1_grad_copies
+    from trainsim.workload.sharding_grads import fsdp1_grad_copies
 
     n = layer_params(cfg().model, 0)
     # DEFAULT (reduce in fp32): concatenate 2+2 bytes per parameter on the compute stream;

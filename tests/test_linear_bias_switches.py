@@ -19,7 +19,7 @@ from trainsim.config import ModelConfig
 from trainsim.model.counts import layer_matrices, layer_params, layer_tensors, total_params
 from trainsim.workload.layers import layer_forward
 from trainsim.workload.shard import linear_bias_kernels, shard_of
-from trainsim.workload.sharding import _module_order
+from trainsim.workload.sharding_grads import _module_order
 
 SMALL = {"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 8,
          "num_key_value_heads": 2, "intermediate_size": 704, "vocab_size": 1000,
@@ -92,7 +92,7 @@ def test_unset_switches_follow_add_bias_linear():
                                     (False, False, True), (True, False, True)])
 def test_every_tensor_list_sums_to_the_layer_count(groups):
     """layer_tensors (ZeRO / FSDP2 sharding, fp8 weights) and the FSDP1 flat parameter's module
-    order (workload.sharding._module_order, tp 1) hold the same biases as layer_params, and the
+    order (workload.sharding_grads._module_order, tp 1) hold the same biases as layer_params, and the
     biases are never counted as GEMM weights."""
     qkv, proj, mlp = groups
     for activation in ("gelu", "swiglu"):

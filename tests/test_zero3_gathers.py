@@ -283,7 +283,7 @@ def test_zero3_with_an_empty_first_stage_under_interleaving_simulates():
 def test_deepspeed_2021_reduce_bucket_copies_and_divides_by_hand():
     from dataclasses import replace
 
-    from trainsim.workload.sharding import zero3_reduce_bucket_ops
+    from trainsim.workload.sharding_grads import zero3_reduce_bucket_ops
 
     c = cfg(64, "per_parameter")
     c = replace(c, parallel=replace(c.parallel, ddp_bucket_size=500_000_000))
@@ -317,7 +317,7 @@ def test_deepspeed_2021_bucket_pass_runs_before_each_gradient_reduction(version)
 
 
 def test_deepspeed_2021_profile_keeps_its_per_tensor_gathers_and_whole_bucket_divide():
-    from trainsim.workload.sharding import zero3_reduce_bucket_ops
+    from trainsim.workload.sharding_grads import zero3_reduce_bucket_ops
 
     c = cfg(64, framework=("deepspeed", "2021-07"))  # contiguous_gradients on by default
     assert c.parallel.zero3_gather == "per_parameter"
@@ -336,7 +336,7 @@ def test_deepspeed_2021_default_all_reduces_each_bucket_by_hand():
     buffer. c9fee82 (2021-07-01, v0.4.3) made contiguous_gradients the default."""
     from trainsim.pricing import Pricer
     from trainsim.simulator import build_graph
-    from trainsim.workload.sharding import zero3_grad_collective, zero3_reduce_bucket_ops
+    from trainsim.workload.sharding_grads import zero3_grad_collective, zero3_reduce_bucket_ops
 
     c = cfg(64, framework=("deepspeed", "2021-03"))
     assert c.parallel.zero3_grad_reduce == "all_reduce"
@@ -381,7 +381,7 @@ def test_deepspeed_2022_zero3_coalesces_prefetches_and_divides_only_the_bucket()
     prefetched) and __avg_scatter_grads' cat + div_ of the bucket's own gradients."""
     from trainsim.pricing import Pricer
     from trainsim.simulator import build_graph
-    from trainsim.workload.sharding import zero3_reduce_bucket_ops
+    from trainsim.workload.sharding_grads import zero3_reduce_bucket_ops
 
     c = cfg(64, framework=("deepspeed", "2022-04"))
     assert c.parallel.zero3_gather == "per_block"

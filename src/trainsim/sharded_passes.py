@@ -17,15 +17,17 @@ from trainsim.workload.grad_accumulation import fsdp2_unsharded_grad_accumulatio
 from trainsim.workload.ops import Comm
 from trainsim.workload.schedule import prefetch_exposed_s, prefetch_walk
 from trainsim.workload.sharding import (
-    fsdp1_grad_copies,
     fsdp_grad_bytes,
     fsdp_pp_mode,
     fsdp_unit_gathers,
     rank_grad_elements,
-    zero3_grad_collective,
-    zero3_reduce_bucket_ops,
     zero3_regathers,
     zero3_tensor_gathers,
+)
+from trainsim.workload.sharding_grads import (
+    fsdp1_grad_copies,
+    zero3_grad_collective,
+    zero3_reduce_bucket_ops,
 )
 
 GATHER_WAIT = "FSDP unit all-gathers"

@@ -9,7 +9,7 @@ import functools
 
 from trainsim.config import RunConfig
 from trainsim.workload.ops import Comm, Elementwise, Op
-from trainsim.workload.sharding import _module_order
+from trainsim.workload.sharding_grads import _module_order
 from trainsim.workload.vocab import rank_vocab
 
 

@@ -199,7 +199,7 @@ def dense_embedding_grad_ops(cfg: RunConfig, sh: Shard) -> list[Op]:
     (microsoft/DeepSpeed@38327e07 deepspeed/runtime/zero/stage3.py L1177 a hook per parameter
     on every backward, L1275 ``__add_grad_to_ipg_bucket``, L1481-L1487 the partition copied on
     the first micro-batch and added after; engine.py L2073 refuses ``no_sync`` under gradient
-    partitioning): ``sharding.zero3_reduce_bucket_ops``. A learned position table is a dense
+    partitioning): ``sharding_grads.zero3_reduce_bucket_ops``. A learned position table is a dense
     embedding too (``max_position_embeddings`` rows, not vocabulary-parallel)."""
     main = wgrad_accumulates(cfg)
     if not main:
