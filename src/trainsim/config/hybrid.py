@@ -162,7 +162,7 @@ def dualpipe_reason() -> str:
     """Why a hybrid model runs no DualPipe schedule, and what runs instead: one wording for the
     config's refusal and ``search --schedules`` (robust53: it spoke of "the expert exchange" on
     dense hybrid models too, and named no valid schedule)."""
-    from trainsim.config.parallel import PIPELINE_SCHEDULES
+    from trainsim.config.schedule_names import PIPELINE_SCHEDULES
 
     valid = ", ".join(s for s in PIPELINE_SCHEDULES if s not in DUALPIPE_SCHEDULES)
     return ("DualPipe's paired passes (one micro-batch's forward beside another's backward) "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
-import unicodedata
 import warnings
 from dataclasses import dataclass
 from typing import Literal
@@ -11,6 +9,10 @@ from typing import Literal
 from trainsim.config._build import check_fields, fields_state, require_positive, suggest
 from trainsim.config.cached import cached
 from trainsim.config.layout import LAYOUT_RULES, first_last, is_first_last, parse_layout
+from trainsim.config.schedule_names import (
+    V_SCHEDULES,
+    schedule_name,
+)
 from trainsim.config.training import AttentionName
 from trainsim.config.validity import deepspeed_pipeline_problem, zero_stages
 from trainsim.errors import ConfigError, SettingReplaced
@@ -22,40 +24,6 @@ DATA_PARALLEL_IMPLS = ("megatron", "deepspeed", "fsdp1", "fsdp2", "ddp")
 ZERO3_GATHER = ("per_parameter", "per_unit", "per_block")
 DP_BUCKETS = ("every_chunk", "first_chunk", "fixed", "whole")
 TP_OVERLAP_METHODS = ("userbuffers", "p2p", "fused")
-PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved_1f1b", "zb_h1", "zb_h2", "zb_2p", "zb_v",
-                      "interleaved_zb", "dualpipe", "dualpipe_v")
-SCHEDULE_NAMES = {
-    **{name.replace("_", ""): name for name in PIPELINE_SCHEDULES},
-    "zb1p": "zb_h1",  # Qi et al. Table 5: the search at a pM_B limit finds ZB-H1's schedule
-    # torchtitan / torch.distributed.pipelining class names
-    "schedulegpipe": "gpipe", "schedule1f1b": "1f1b", "scheduleinterleaved1f1b": "interleaved_1f1b",
-    "zbvzerobubble": "zb_v", "schedulezbvzerobubble": "zb_v",
-    "interleavedzerobubble": "interleaved_zb", "scheduleinterleavedzerobubble": "interleaved_zb",
-    "scheduledualpipev": "dualpipe_v",
-}
-"""Accepted spellings (case, '-' and '_' ignored) -> the schedule's name in trainsim."""
-V_SCHEDULES = ("zb_v", "dualpipe_v")
-"""Schedules that place 2 model chunks per rank as a V (rank r: virtual stages r, 2pp-1-r)."""
-
-
-def schedule_name(text: str) -> str:
-    """The schedule ``text`` names: compatibility forms folded first (NFKC: a full-width
-    ``ＺＢ_Ｈ1`` is ``ZB_H1``), then case, '-' and '_' ignored (``SCHEDULE_NAMES``); an unknown
-    name is refused with the nearest schedule, compared in that folded form (``ZB-H3``)."""
-    folded = unicodedata.normalize("NFKC", text).strip()
-    key = folded.lower().replace("-", "").replace("_", "")
-    if key not in SCHEDULE_NAMES:
-        near = suggest(folded.lower().replace("-", "_"), PIPELINE_SCHEDULES)
-        if not near:
-            alias = difflib.get_close_matches(key, list(SCHEDULE_NAMES), n=1, cutoff=0.6)
-            near = f" (did you mean '{SCHEDULE_NAMES[alias[0]]}'?)" if alias else ""
-        raise ConfigError(f"parallel.pipeline_schedule={text!r} is unknown"
-                          f"{near}; known: "
-                          f"{', '.join(PIPELINE_SCHEDULES)} (and torchtitan's GPipe, 1F1B, "
-                          "Interleaved1F1B, ZBVZeroBubble, InterleavedZeroBubble, DualPipeV)")
-    return SCHEDULE_NAMES[key]
-
-
 RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "mlp", "moe_act", "moe",
                      "shared_experts")
 
