@@ -29,7 +29,8 @@ import mirror_rows
 
 REPO_DIR = "yanring+Megatron-MoE-ModelZoo"
 
-HEADER = mirror_rows.v2_header(ep=["etp"], moe_capacity_factor=["cuda_graph_scope"])
+HEADER = mirror_rows.v2_header(ep=["etp"], moe_capacity_factor=["cuda_graph_scope"],
+                               note=["gradient_accumulation_fusion"])
 REPO = "yanring/Megatron-MoE-ModelZoo"
 README = "best_practice/qwen3/readme.md"
 C_H100 = "798dfb5"  # 2026-05-13, the readme's last change; the H100 tables as first set at 8017e11 / b0b92ff
@@ -194,6 +195,17 @@ LEFT_OUT = {
 }
 
 
+NO_FUSION_FLAG = "--no-gradient-accumulation-fusion"
+NO_FUSION_NOTE = (
+    "; gradient_accumulation_fusion 0: the command's --no-gradient-accumulation-fusion "
+    "(run_235b.sh @8017e11 L37; Megatron-LM 1e057005 megatron/training/arguments.py L1856, "
+    "store_false): the weight-gradient GEMMs write param.grad and Megatron-FSDP's post-backward "
+    "hook copies it into the main_grad bucket (custom_fsdp/fully_sharded_data_parallel.py "
+    "_grad_acc L343-375, main_grad.copy_ under optim_grads_params)")
+"""What the FSDP row's command states (no other command, sbatch script or yaml here names the
+fusion, so the other rows keep Megatron-LM's default, fused: an empty cell)."""
+
+
 def _recompute(cell: str) -> tuple[str, str]:
     return {"norm, act": ("selective", "layernorm;moe_act"), "full": ("full", ""),
             "": ("none", "")}[cell]
@@ -226,6 +238,7 @@ def h100_rows() -> list[dict]:
             floors = (fsdp_nic_floor_s(line_tp, ep, line_ga), fsdp_nic_floor_s(tp, ep, ga))
             assert floors[0] > step >= floors[1], (line, floors)
         recompute, modules = _recompute(rc)
+        unfused = NO_FUSION_FLAG in cmd
         opts = ["dp_overlap"] + _pp_overlap(pp, vpp) + \
             (["ep_overlap"] if notes == "+1f1b overlap" else [])
         ver = "2025-05-24" if code == "main(1e057005)" else "2025-05"
@@ -246,6 +259,7 @@ def h100_rows() -> list[dict]:
             global_batch_size=gbs, micro_batch_size=mbs, dtype="bf16", options=";".join(opts),
             framework="megatron-core", framework_version=ver, pipeline_layout=layout(pp, vpp),
             moe_dispatcher="alltoall" if disp == "A2A" else "deepep",
+            gradient_accumulation_fusion=0 if unfused else "",
             measured_iteration_s=f"{step:.1f}")
         r["note"] = (
             f"published step time {step} s (per-GPU TF {tf}; Megatron's count gives "
@@ -274,7 +288,8 @@ def h100_rows() -> list[dict]:
                f"{floors[1]:.2f} s" if contradicted else "")
             + ("; dispatcher alltoall as the table says (the yaml's default is flex/DeepEP)"
                if disp == "A2A" else "")
-            + (PP_OVERLAP if "pp_overlap" in opts else "") + _etp_note("8017e11"))
+            + (PP_OVERLAP if "pp_overlap" in opts else "") + _etp_note("8017e11")
+            + (NO_FUSION_NOTE if unfused else ""))
         out.append(r)
     return out
 
@@ -412,6 +427,8 @@ def check() -> list[str]:
     for line, cmd in H100_COMMANDS.items():
         if cmd not in run:
             bad.append(f"H100 line {line}: command not in run_235b.sh @8017e11")
+    if _show("8017e11", "examples/qwen3/run_235b.sh").splitlines()[36] != H100_COMMANDS[17]:
+        bad.append(f"run_235b.sh @8017e11 line 37: not the FSDP row's command ({NO_FUSION_FLAG})")
     for commit, line in ETP_LINES.items():
         if _show(commit, YAML).splitlines()[line - 1] != ETP_CELL:
             bad.append(f"{YAML} @{commit} line {line}: not {ETP_CELL.strip()!r}")

@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 from helpers import load_script, training_rows
 
+from trainsim.validate.training import row_config
+from trainsim.workload import megatron_fsdp
+
 ROOT = Path(__file__).resolve().parents[1]
 FILE = ROOT / "benchmarks" / "training_moe_modelzoo.csv"
 SCRIPT = ROOT / "benchmarks" / "moe_modelzoo_rows.py"
@@ -75,3 +78,19 @@ def test_fsdp_row_runs_the_commands_tp():
     row = next(r for r in csv.DictReader(FILE.open()) if "fsdp" in r["id"])
     assert (row["tp"], row["sequence_parallel"], row["zero_stage"]) == ("1", "0", "3")
     assert float(row["measured_iteration_s"]) < GEN.fsdp_nic_floor_s(2, 8, 4)
+
+
+def test_only_the_fsdp_row_states_the_unfused_weight_gradient():
+    """The FSDP row's command says --no-gradient-accumulation-fusion (run_235b.sh @8017e11); no
+    other command, script or yaml names it, so only that row's cell is 0 and the others are left
+    to Megatron-LM's default (fused). The 0 reaches the run: Megatron-FSDP's post-backward copy
+    into the main_grad bucket is priced (``megatron_fsdp.applies``)."""
+    rows = list(csv.DictReader(FILE.open()))
+    cells = {r["id"]: r["gradient_accumulation_fusion"] for r in rows}
+    fsdp = [k for k in cells if k.endswith("-fsdp")]
+    assert len(fsdp) == 1 and cells[fsdp[0]] == "0"
+    assert all(v == "" for k, v in cells.items() if k not in fsdp)
+    assert GEN.NO_FUSION_FLAG in GEN.H100_COMMANDS[17]
+    assert sum(GEN.NO_FUSION_FLAG in c for c in GEN.H100_COMMANDS.values()) == 1
+    row = next(r for r in rows if r["id"] == fsdp[0])
+    assert megatron_fsdp.applies(row_config(row))
