@@ -66,6 +66,28 @@ recipe graphs, the row states ``dp_overlap;cuda_graphs``: the model recipes set
 L122-123, nemotron_3_nano.py L180-181, both releases) and Super's no ``CommOverlapConfig`` (no
 TP overlap; Nano's ``tp_comm_overlap`` acts on no row: TP 1). ``--check`` reads them again
 from the recipe file at each release's tag (``recipe_configs``)."""
+HYBRID_RECOMPUTE = {"Nemotron_3_Nano": {"": "", "DGX-H100 FP8": "moe;layernorm;core_attn;moe_act",
+                                        "DGX-H100 BF16": "moe;layernorm"},
+                    "Nemotron_3_Super": {"": "", "DGX-B300 BF16": "moe_act;layernorm",
+                                         "DGX-B300 NVFP4": "moe_act;layernorm",
+                                         "DGX-B200 MXFP8": "moe_act;layernorm",
+                                         "DGX-B200 BF16": "moe_act;moe;layernorm;core_attn"}}
+"""The selective recompute of the hybrid rows' performance recipes, by system and precision (""
+for the rest: none), in the file and at the tags of ``HYBRID_GRAPHS``: a workload config's
+``recompute_modules`` (v0.5.0 L84 / L90 H100 BF16 / FP8_CS, L135 B300 BF16 (NVFP4 = BF16, L138),
+L145 B200 base (MXFP8 = the base, L152), L150 B200 BF16, L158 B200 NVFP4 ``None``; v0.4.2 L80,
+L86, L127, L137, L142, L150) makes the run selective with those modules (scripts/performance/
+utils/overrides.py v0.5.0 L154-156, v0.4.2 L148-150); without one the model recipe's stays:
+Nano's ``recompute_granularity = None`` (recipes/nemotronh/nemotron_3_nano.py L133-134, both
+tags), Super's none set (nemotron_3_super.py; Megatron-core's TransformerConfig default
+``recompute_granularity`` None). ``--check`` reads them again (``recipe_configs``)."""
+HYBRID_SETTINGS_NOTE = (
+    "sequence parallel = TP > 1 (Megatron-Bridge scripts/performance/utils/utils.py "
+    "WorkloadBaseConfig.sequence_parallel, v0.5.0 L74-76 / v0.4.2 L69-71, set by overrides.py "
+    "L226 / L210); dispatcher hybridep (the base configs' moe_flex_dispatcher_backend, "
+    "{file} v0.5.0 L37 / L105, v0.4.2 L37 / L101, applied on every GPU here by "
+    "training/flex_dispatcher_backend.py); distributed optimizer (nemotron_3_nano.py L183, "
+    "nemotron_3_super.py L125)")
 RECIPE_FILE = "scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py"
 RECIPE_TAGS = {"26.04.01": "v0.4.2", "26.06": "v0.5.0"}
 RECIPE_PRECISION = {"MXFP8": "FP8_MX", "NVFP4": "NVFP4", "BF16": "BF16", "FP8": "FP8_CS"}
@@ -356,10 +378,18 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
             if hybrid:
                 graphs = HYBRID_GRAPHS[name]
                 scope = graphs.get(f"{t['system']} {prec}", graphs[""])
+            modules = None
+            if hybrid:
+                graphs = HYBRID_RECOMPUTE[name]
+                modules = graphs.get(f"{t['system']} {prec}", graphs[""])
             if scope:
                 note.append(f"the recipe's TE-scoped CUDA graphs ({scope}) and DP overlap "
-                            "(HYBRID_GRAPHS); recompute, sequence parallel and dispatcher not "
-                            "stated")
+                            "(HYBRID_GRAPHS)")
+            if hybrid:
+                note.append((f"recompute selective {modules}" if modules else "recompute none")
+                            + " (the recipe's, HYBRID_RECOMPUTE); "
+                            + HYBRID_SETTINGS_NOTE.format(file=RECIPE_FILE)
+                            + ("" if scope else "; overlaps not stated"))
             else:
                 note.append("recompute, sequence parallel, dispatcher and overlaps not stated")
             if t["ga"] != "-":
@@ -399,7 +429,11 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
                        vpp=_size(t, "vp"), zero_stage="3" if fsdp else "",
                        global_batch_size=t["gbs"], micro_batch_size=t["mbs"], dtype=dtype,
                        fp8_recipe=recipe, num_layers_at_end_in_bf16=tail,
-                       **({"fp8_param_gather": gather, "etp": "1"} if hybrid else {}),
+                       **({"fp8_param_gather": gather, "etp": "1",
+                           "recompute": "selective" if modules else "none",
+                           "recompute_modules": modules, "moe_dispatcher": "hybridep",
+                           "sequence_parallel": "1" if _size(t, "tp") != "1" else "0",
+                           "distributed_optimizer": "1"} if hybrid else {}),
                        **({"options": "dp_overlap;cuda_graphs", "cuda_graph_scope": scope}
                           if scope else {}),
                        framework="megatron-bridge",
@@ -464,7 +498,8 @@ def recipe_configs(text: str) -> dict[str, dict]:
 
 
 def recipe_scope_differences() -> list[str]:
-    """``HYBRID_GRAPHS`` against each hybrid row's recipe at its release's tag."""
+    """``HYBRID_GRAPHS`` and ``HYBRID_RECOMPUTE`` against each hybrid row's recipe at its
+    release's tag."""
     bad, files = [], {}
     for t in table():
         name = re.sub(r"\s*\(.*\)", "", t["model"])
@@ -485,6 +520,11 @@ def recipe_scope_differences() -> list[str]:
         want = graphs.get(f"{t['system']} {t['precision']}", graphs[""])
         if got != want:
             bad.append(f"line {t['line']}: HYBRID_GRAPHS {want!r} != {key} at {tag}: {got!r}")
+        got = ";".join(cfg.get("recompute_modules") or [])
+        modules = HYBRID_RECOMPUTE[name]
+        want = modules.get(f"{t['system']} {t['precision']}", modules[""])
+        if got != want:
+            bad.append(f"line {t['line']}: HYBRID_RECOMPUTE {want!r} != {key} at {tag}: {got!r}")
     return bad
 
 
