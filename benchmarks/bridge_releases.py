@@ -20,13 +20,22 @@ QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1 (the same) / _V2 (GBS 8192), the 
 dispatcher in all (v0.2.0 sets no flex backend; v0.4.x qwen3_llm_pretrain.py sets "alltoall").
 It is priced twice: with the public row's cells (its empty dispatcher and options tuned) and
 with the recipe's, the cells ``benchmarks/training_errata.csv`` gives that row (read from there).
+
+25.09's Llama pre-training recipes deferred the output layer's weight gradient (limit 50 for
+405B, 22 for 70B; none under Megatron FSDP), which no later release's did: the 25.09 points of
+those workloads are priced with the two cells (``deferral_cells.BRIDGE_2509``, checked against
+the mirror by ``python benchmarks/deferral_cells.py --check``).
 Nothing here feeds trainsim: the table is a check, not an input.
 """
 
 from __future__ import annotations
 
 import csv
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from deferral_cells import BRIDGE_2509
 
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.errata import read_errata
@@ -84,6 +93,21 @@ RECIPE = {QWEN}
 """Workloads also priced with the recipe's cells (their errata), beside the row's own."""
 
 
+def release_cells(rid: str, release: str) -> dict[str, str]:
+    """Cells one release's recipe sets for the workload beyond the row's: 25.09's output-layer
+    weight-gradient deferral (``BRIDGE_2509``), else none."""
+    if release != "25.09" or rid not in BRIDGE_2509:
+        return {}
+    return {"defer_embedding_wgrad_compute": "1",
+            "wgrad_deferral_limit": str(BRIDGE_2509[rid][0])}
+
+
+def key(rid: str, release: str, gbs: int, recipe: bool) -> tuple:
+    """The prediction one point needs: the workload, its batch, the errata's cells or not, and
+    its release's own cells."""
+    return (rid, gbs, recipe, tuple(sorted(release_cells(rid, release).items())))
+
+
 def recipe_row(row: dict[str, str]) -> dict[str, str]:
     """``row`` with the cells ``training_errata.csv`` corrects for it."""
     fixes = {f: e["corrected_value"] for (rid, f), e in read_errata(ERRATA).items()
@@ -110,7 +134,7 @@ def gap_split(row: dict[str, str], measured: float, predicted: float) -> dict[st
             "share": gap / predicted}
 
 
-def fsdp_gaps(rows: dict[str, dict[str, str]], predicted: dict[tuple[str, int, bool], float]
+def fsdp_gaps(rows: dict[str, dict[str, str]], predicted: dict[tuple, float]
               ) -> list[tuple[str, str, dict[str, float]]]:
     """The GB200 Megatron-FSDP 70B points, Bridge (MBS 2, offload 40) and NeMo (MBS 1)."""
     out = []
@@ -120,7 +144,7 @@ def fsdp_gaps(rows: dict[str, dict[str, str]], predicted: dict[tuple[str, int, b
         row = dict(rows[rid], global_batch_size=str(gbs))
         measured = gbs * int(row["seq_length"]) / (tps * int(row["num_gpus"]))
         out.append((f"Bridge {release}", row["micro_batch_size"],
-                    gap_split(row, measured, predicted[(rid, gbs, False)])))
+                    gap_split(row, measured, predicted[key(rid, release, gbs, False)])))
     with open(NEMO_PERF, newline="") as fh:
         nemo = {r["id"]: r for r in csv.DictReader(fh)}
     for rid in NEMO_FSDP:
@@ -143,21 +167,26 @@ def release_floor(errors: list[float]) -> tuple[float, float]:
 def main() -> None:
     with open(PUBLIC, newline="") as fh:
         rows = {r["id"]: r for r in csv.DictReader(fh)}
-    predicted: dict[tuple[str, int, bool], float] = {}
+    predicted: dict[tuple, float] = {}
     print("| workload | cells | release | GBS | tok/s/GPU | measured s | predicted s | error |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for recipe in (False, True):
         for rid, release, gbs, tps in RELEASES:
             if recipe and rid not in RECIPE:
                 continue
-            row = dict(recipe_row(rows[rid]) if recipe else rows[rid], global_batch_size=str(gbs))
-            if (rid, gbs, recipe) not in predicted:
-                predicted[(rid, gbs, recipe)] = predict_training_row(row).predicted
+            extra = release_cells(rid, release)
+            row = dict(recipe_row(rows[rid]) if recipe else rows[rid], global_batch_size=str(gbs),
+                       **extra)
+            k = key(rid, release, gbs, recipe)
+            if k not in predicted:
+                predicted[k] = predict_training_row(row).predicted
             gpus = int(row["num_gpus"])
             measured = gbs * int(row["seq_length"]) / (tps * gpus)
-            pred = predicted[(rid, gbs, recipe)]
+            pred = predicted[k]
+            cells = ("recipe" if recipe else "row") + \
+                (f" + deferral {extra['wgrad_deferral_limit']}" if extra else "")
             print(
-                f"| {rid} | {'recipe' if recipe else 'row'} | {release} | {gbs} | {tps} | "
+                f"| {rid} | {cells} | {release} | {gbs} | {tps} | "
                 f"{measured:.3f} | {pred:.3f} | {(pred / measured - 1) * 100:+.1f} % |"
             )
     print()
@@ -169,7 +198,7 @@ def main() -> None:
             if r == rid:
                 row = rows[rid]
                 measured = gbs * int(row["seq_length"]) / (tps * int(row["num_gpus"]))
-                errs.append(predicted[(rid, gbs, False)] / measured - 1)
+                errs.append(predicted[key(rid, release, gbs, False)] / measured - 1)
         now, floor = release_floor(errs)
         print(f"| {rid} | {len(errs)} | {100 * min(errs):+.1f} .. {100 * max(errs):+.1f} % | "
               f"{100 * now:.1f} % | {100 * floor:.1f} % |")
@@ -191,7 +220,7 @@ def main() -> None:
         line = (f"{rid}: measured {r1}/{r2} a = {t1 - b * g1 / dp:.2f} s, b = {b * 1e3:.1f} ms "
                 "per micro-batch")
         for recipe in (False, True) if rid in RECIPE else (False,):
-            p1, p2 = predicted[(rid, g1, recipe)], predicted[(rid, g2, recipe)]
+            p1, p2 = predicted[key(rid, r1, g1, recipe)], predicted[key(rid, r2, g2, recipe)]
             bp = (p2 - p1) / ((g2 - g1) / dp)
             line += (f"; predicted{' (recipe cells)' if recipe else ''} a = "
                      f"{p1 - bp * g1 / dp:.2f} s, b = {bp * 1e3:.1f} ms")

@@ -19,10 +19,19 @@ from the line of the recipe its row ran:
 
 So the setting is per recipe (per model), not per framework release: no profile rule. Megatron-
 Bridge's pretraining recipes dropped it on 2025-10-03 (5d194b9c1, #607, before v0.2.0 = 25.11;
-v0.1.0rc3/rc4's llama31_405b.py / llama3_70b.py still set 50 / 22 when no comm_overlap is given);
-from v0.2.0 only fine-tuning configs set it, so no Bridge pre-training row here defers.
+v0.1.0rc3/rc4's llama31_405b.py / llama3_70b.py still set 50 / 22 when no comm_overlap is given,
+and 25.09's run_script.py gives none: ``BRIDGE_2509``, the 25.09 points bridge_releases.py
+prices); from v0.2.0 only fine-tuning configs set it, so no Bridge pre-training row here defers.
+
+NeMo-Framework-Launcher 24.01 .. 24.07 (training_nemo_launcher.csv, the nemo2407 public rows):
+no training YAML of the rows' models sets either key at those tags (``LAUNCHER_SILENT``; only
+24.07's mlperf-24n.yaml, no row's recipe, does), and NeMo's megatron_gpt_model.py reads
+``defer_embedding_wgrad_compute`` with default False (v2.0.0rc0, 24.05's NeMo; v1.23.0, 24.01 /
+24.03's, has no such key): those rows did not defer, as their empty cells (the nemo profile:
+no rule) already say.
 
     python benchmarks/deferral_cells.py --check            # every cited line against the mirrors
+                                                           # (and the Launcher YAMLs' silence)
     python benchmarks/deferral_cells.py --write FILE.csv   # fill a hand-kept file's cells in place
 
 The generators (dgxc2502_rows.py, dgxc2505_rows.py, dgxc_llama31_2505_rows.py) call
@@ -137,6 +146,62 @@ STATED = {
 }
 
 
+BRIDGE = "NVIDIA-NeMo+Megatron-Bridge"
+BRIDGE_2509_TAG = "v0.1.0rc3"
+"""Megatron-Bridge's 25.09 release (the megatron-bridge profile's first entry, 2025-10-07)."""
+
+
+def _bridge_2509(recipe: str, line: int, limit: int, run_line: int) -> tuple:
+    """A Megatron-Bridge 25.09 Llama pre-training workload: scripts/performance/run_script.py
+    (line ``run_line``) builds ``{recipe}_pretrain_config`` with no ``comm_overlap_config``, so
+    the recipe's own CommOverlapConfig (lines ``line``, ``line + 1``) defers."""
+    path = f"src/megatron/bridge/recipes/llama/{recipe}.py"
+    run = "scripts/performance/run_script.py"
+    cite = (f"NVIDIA-NeMo/Megatron-Bridge@{BRIDGE_2509_TAG} {path} L{line}-{line + 1} (the "
+            f"CommOverlapConfig pretrain_config builds when none is passed; v0.1.0rc4 the same "
+            f"lines), run so by {run} L{run_line}")
+    call = f"{recipe}_pretrain_config(mock=True, precision_config=precision_config)"
+    return (limit, cite,
+            ((BRIDGE, BRIDGE_2509_TAG, path, line, "defer_embedding_wgrad_compute=True"),
+             (BRIDGE, BRIDGE_2509_TAG, path, line + 1, f"wgrad_deferral_limit={limit}"),
+             (BRIDGE, "v0.1.0rc4", path, line, "defer_embedding_wgrad_compute=True"),
+             (BRIDGE, "v0.1.0rc4", path, line + 1, f"wgrad_deferral_limit={limit}"),
+             (BRIDGE, BRIDGE_2509_TAG, run, run_line, call)))
+
+
+BRIDGE_2509 = {
+    "bridge2604p1-llama3.1-405b-h100-1024-gbs1536": _bridge_2509("llama31_405b", 239, 50, 54),
+    "bridge2604p1-llama3-70b-h100-64-gbs256": _bridge_2509("llama3_70b", 223, 22, 52),
+    "bridge2511-llama3.1-405b-b200-128": _bridge_2509("llama31_405b", 239, 50, 54),
+}
+"""The 25.09 points of benchmarks/bridge_releases.py (keyed by the public row whose cells are the
+workload's) whose run deferred the output layer's weight gradient. The Megatron-FSDP workload
+(Llama 3 70B on 64 GB200) did not: scripts/performance/utils/helpers.py L81-85 at v0.1.0rc3
+switches the deferral off under Megatron FSDP. From v0.2.0 (25.11) the pre-training recipes set
+none (5d194b9c1), so only the 25.09 points carry the cells."""
+BRIDGE_2509_OFF = (BRIDGE, BRIDGE_2509_TAG, "scripts/performance/utils/helpers.py", 85,
+                   "recipe.comm_overlap.defer_embedding_wgrad_compute = False")
+
+
+LAUNCHER = "NVIDIA+NeMo-Framework-Launcher"
+LAUNCHER_KEYS = ("defer_embedding_wgrad_compute", "wgrad_deferral_limit")
+NEMO_DEFAULT = (NEMO, "v2.0.0rc0", "nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py",
+                802, "self.cfg.get('defer_embedding_wgrad_compute', False)")
+"""NeMo 24.05's GPT model reads the key with default False (NeMo v1.23.0 has no such key)."""
+
+
+def launcher_silent() -> list[tuple[str, str]]:
+    """(commit, YAML) of each Launcher recipe the rows ran: training_nemo_launcher.csv's
+    (launcher_table_rows.py's commits and YAMLs) and the 24.07 tag's of the nemo2407 public rows'
+    models (the same YAMLs)."""
+    import launcher_table_rows as lt
+
+    out = {(lt.COMMITS[gen][0], f"launcher_scripts/conf/training/{lt.YAML[preset]}.yaml")
+           for gen, _line, _name, preset, *_ in lt.TABLE}
+    out |= {("24.07", f"launcher_scripts/conf/training/{y}.yaml") for y in lt.YAML.values()}
+    return sorted(out)
+
+
 def source_of(row_id: str) -> tuple | None:
     """The STATED entry whose prefix starts ``row_id`` (None: its recipe states nothing)."""
     hits = [v for k, v in STATED.items() if row_id.startswith(k)]
@@ -170,7 +235,15 @@ def check(start: str = "") -> list[str]:
     """Each STATED line (of the prefixes that begin with ``start``) against its mirror (empty:
     all as typed)."""
     bad, files = [], {}
-    for prefix, (_, _, lines) in STATED.items():
+    entries = [(k, v[2]) for k, v in STATED.items()]
+    entries += [(f"bridge 25.09 {k}", v[2]) for k, v in BRIDGE_2509.items()]
+    entries.append(("bridge 25.09 fsdp off", (BRIDGE_2509_OFF,)))
+    entries.append(("launcher: NeMo's default", (NEMO_DEFAULT,)))
+    if "launcher".startswith(start) or start.startswith("launcher"):
+        for commit, path in launcher_silent():
+            text = mirror_rows.show(LAUNCHER, commit, path)
+            bad += [f"launcher {commit} {path}: sets {k}" for k in LAUNCHER_KEYS if k in text]
+    for prefix, lines in entries:
         if not prefix.startswith(start):
             continue
         for repo, commit, path, line, want in lines:

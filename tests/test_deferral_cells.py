@@ -59,7 +59,8 @@ def test_no_prefix_claims_another_ones_rows():
 
 
 def test_cited_lines_are_the_mirrors():
-    for repo in ("NVIDIA+NeMo", "NVIDIA+dgxc-benchmarking", "mlcommons+training_results_v5.0"):
+    for repo in ("NVIDIA+NeMo", "NVIDIA+dgxc-benchmarking", "mlcommons+training_results_v5.0",
+                 "NVIDIA-NeMo+Megatron-Bridge", "NVIDIA+NeMo-Framework-Launcher"):
         if not (mirror_git(repo) / "HEAD").exists():
             pytest.skip(f"no {repo.replace('+', '/')} mirror")
     assert CELLS.check() == []
@@ -94,3 +95,26 @@ def test_the_cells_reach_the_simulation(row_id, every):
     assert on.predicted != pytest.approx(without.predicted, rel=1e-6)
     if every:  # the drain hides in the last stage's cool-down: faster than the unsplit backward
         assert on.predicted < without.predicted
+
+
+def test_bridge_2509_deferral_is_the_llama_recipes_and_not_fsdp():
+    """25.09 (v0.1.0rc3) ran the Llama pre-training recipes' own CommOverlapConfig: 405B 50,
+    70B 22; the Megatron-FSDP workload's helper switched it off, so it has no entry."""
+    releases = load_script(ROOT / "benchmarks" / "bridge_releases.py")
+    points = {rid for rid, rel, *_ in releases.RELEASES if rel == "25.09"}
+    assert set(CELLS.BRIDGE_2509) == points - {releases.FSDP}
+    for rid, (limit, _, _) in CELLS.BRIDGE_2509.items():
+        assert limit == (22 if "70b" in rid else 50), rid
+        assert releases.release_cells(rid, "25.09") == {
+            "defer_embedding_wgrad_compute": "1", "wgrad_deferral_limit": str(limit)}
+        assert releases.release_cells(rid, "25.11") == {}
+    assert releases.release_cells(releases.FSDP, "25.09") == {}
+
+
+def test_launcher_rows_leave_the_deferral_unset():
+    """No Launcher recipe the rows ran sets the keys (``launcher_silent``, read by ``check``)
+    and NeMo reads them with default False: the rows' cells stay empty (the nemo profile has
+    no rule, so empty is no deferral)."""
+    assert len(CELLS.launcher_silent()) >= 8
+    for r in _rows("nemo_launcher"):
+        assert not r.get("defer_embedding_wgrad_compute"), r["id"]
