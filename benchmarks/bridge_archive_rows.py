@@ -36,13 +36,14 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bridge_recipe_cells
 import mirror_rows
 
 REPO_DIR = "NVIDIA-NeMo+Megatron-Bridge"
 COMMIT = "067f987df03b8355b03192d88d70f1709fedf51a"
 ARCHIVE = "docs/performance-summary-archive.md"
 PUBLIC = Path(__file__).resolve().parents[1] / "src/trainsim/data/validation/training_public.csv"
-HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"],
+HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"], options=["cuda_graph_scope"],
                                fp8_recipe=["num_layers_at_end_in_bf16"])
 HYBRID_HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"], ep=["etp"],
                                       options=["cuda_graph_scope"],
@@ -444,6 +445,9 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
     for r in out:  # one workload at two batches (26.06 DeepSeek-V3 on GB300): name the batch
         if ids.count(r["id"]) > 1:
             r["id"] += f"-gbs{r['global_batch_size']}"
+        if not hybrid and (said := bridge_recipe_cells.note(r["id"], r["framework_version"])):
+            r.update(bridge_recipe_cells.cells(r["id"]))
+            r["note"] += f"; {said}"
     return out
 
 
@@ -541,6 +545,7 @@ def check() -> list[str]:
             bad.append(f"line {b['line']}: typed {a} != archive {b}")
     held = {r["id"] for p in (PUBLIC, HELDOUT) for r in csv.DictReader(p.open())}
     bad += [f"HELD {k}: no row {v}" for k, v in HELD.items() if v not in held]
+    bad += bridge_recipe_cells.check({r["id"]: r for r in rows()})
     return bad + check_hybrid_etp()
 
 

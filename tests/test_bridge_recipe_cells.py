@@ -1,0 +1,83 @@
+"""training_bridge_archive.csv's 26.06 rows state their Megatron-Bridge v0.5.0 recipes' options,
+CUDA-graph scopes, dispatcher, recompute and layout, and its 26.x "FP8" rows the current-scaling
+recipe (benchmarks/bridge_recipe_cells.py, checked against the Megatron-Bridge mirror)."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainsim.validate.training import row_config
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import bridge_archive_rows as gen
+import bridge_recipe_cells as cells
+import mirror_rows
+
+FILE = ROOT / "benchmarks" / "training_bridge_archive.csv"
+
+
+def _rows() -> dict[str, dict[str, str]]:
+    with open(FILE, newline="") as fh:
+        return {r["id"]: r for r in csv.DictReader(fh)}
+
+
+def test_the_file_is_the_generator_output():
+    with open(FILE, newline="") as fh:
+        assert list(csv.DictReader(fh)) == [{k: str(v) for k, v in r.items()} for r in gen.rows()]
+
+
+def test_every_2606_row_states_its_recipe_and_no_other_row_does():
+    rows = _rows()
+    assert set(cells.ROWS_2606) == {k for k in rows if k.startswith("bridgearch2606-")}
+    for rid, r in rows.items():
+        stated = cells.cells(rid)
+        for col, value in stated.items():
+            assert r[col] == value, (rid, col)
+        if rid not in cells.ROWS_2606:
+            assert r["cuda_graph_scope"] == "" and r["options"] == "", rid
+
+
+def test_the_options_follow_the_recipes_rules():
+    """pp_overlap exactly where PP > 1 and VP > 1, dp_overlap everywhere, tp_overlap only on the
+    Llama rows with TP > 1 and not NVFP4, cuda_graphs exactly where a scope is stated."""
+    rows = _rows()
+    for rid, c in cells.ROWS_2606.items():
+        r, opts = rows[rid], c["options"].split(";")
+        assert ("pp_overlap" in opts) == (int(r["pp"]) > 1 and int(r["vpp"] or 1) > 1), rid
+        assert "dp_overlap" in opts
+        assert ("tp_overlap" in opts) == ("llama" in rid and "nvfp4" not in rid), rid
+        assert ("cuda_graphs" in opts) == bool(c["cuda_graph_scope"]), rid
+
+
+def test_fp8_rows_of_26x_are_current_scaling():
+    rows = _rows()
+    fp8 = {k for k, r in rows.items() if k.endswith("-fp8") and r["framework_version"] != "25.11"}
+    assert fp8 == set(cells.FP8_CS)
+    assert all(rows[k]["fp8_recipe"] == "current" for k in fp8)
+
+
+def test_the_cells_reach_the_run():
+    cfg = row_config(_rows()["bridgearch2606-qwen3-30b-a3b-b300-8-mxfp8"])
+    assert cfg.training.cuda_graph_scope == ("full_iteration",)
+    assert cfg.parallel.moe_token_dispatcher_type == "hybridep"
+    cfg = row_config(_rows()["bridgearch2606-deepseek-v3-b300-256-mxfp8"],
+                     {"pipeline_model_parallel_layout": "filled"})  # the tuner's: PP 8, 61 layers
+    assert cfg.training.cuda_graph_scope == ("attn", "moe_router", "moe_preprocess")
+    assert cfg.parallel.recompute == "selective"
+    assert cfg.parallel.recompute_modules == ("mla_up_proj",)
+
+
+def test_the_typed_cells_are_the_mirrors(monkeypatch):
+    if not mirror_rows.mirror(cells.REPO_DIR).exists():
+        pytest.skip("no Megatron-Bridge mirror")
+    rows = {r["id"]: r for r in gen.rows()}
+    assert cells.check(rows) == []
+    rid = "bridgearch2606-gpt-oss-120b-b300-64-mxfp8"
+    wrong = {**cells.ROWS_2606, rid: {**cells.ROWS_2606[rid], "cuda_graph_scope": "full_iteration"}}
+    monkeypatch.setattr(cells, "ROWS_2606", wrong)
+    assert [b for b in cells.check(rows) if rid in b]
