@@ -231,17 +231,21 @@ class Replay:
         lo, hi = rank * numel // dp, (rank + 1) * numel // dp
         return [max(0, min(hi, spans[i][1]) - max(lo, spans[i][0])) for i in range(len(ps))]
 
-    def build(self, dp: int, rank: int) -> None:
-        """Model construction, the DDP buffers (16-bit parameters and fp32 gradients, then each
-        parameter moved in and its old storage freed: param_and_grad_buffer.py L731-736) and
-        the distributed optimizer's fp32 main shards (``shard_model_param.clone().float()``,
-        distrib_optimizer.py L379)."""
+    def construct(self) -> None:
+        """Model construction and the DDP buffers: the 16-bit weights one by one, then the
+        16-bit parameter and fp32 gradient buffers, and each parameter moved in, its old storage
+        freed (param_and_grad_buffer.py L731-736)."""
         ps = self.params()
         weights = [self.a(2 * n) for n in ps]
         total = sum(ps)
         self.a(2 * total)
         self.a(4 * total)
         self.f(*reversed(weights))
+
+    def build(self, dp: int, rank: int) -> None:
+        """:meth:`construct`, then the distributed optimizer's fp32 main shards
+        (``shard_model_param.clone().float()``, distrib_optimizer.py L379)."""
+        self.construct()
         self.sh = self.shards(dp, rank)
         for n in self.sh:
             if n:
