@@ -449,6 +449,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # size None), so one collective per buffer after the backward (``workload.sharding.
     # unbucketed_without_overlap``); null/false: the buckets hold either way
     "ddp_unbucketed_without_overlap": _nullable(_bool),
+    # with the distributed optimizer, Megatron-core's DDP copies each parameter into its
+    # contiguous 16-bit buffer and frees the parameter's own storage (core_v0.6.0 on): the
+    # caching allocator keeps those blocks (memory.megatron_step); null/false: not modelled
+    "ddp_param_buffer": _nullable(_bool),
     "zero3_avg_scatter_grads": _nullable(_bool),  # DeepSpeed >= 0.6 ZeRO-3 reduce (sharding)
     # DeepSpeed ZeRO-3's persistent parameters gathered again after each step
     # (``workload.zero3_persistent``): a Python copy per parameter and rank, or one small
@@ -508,7 +512,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "embedding_wgrad_deferral", "remat_dce
     "autocast_dtypes",
     "te_linear_mlp", "fp8_recompute_16bit", "fp8_module_scale_update", "fp8_amax_tp_async", "fp8_amax_tp_only",
     "ddp_nan_check",
-    "ddp_nan_check_syncs", "ddp_grad_scale", "ddp_unbucketed_without_overlap",
+    "ddp_nan_check_syncs", "ddp_grad_scale", "ddp_unbucketed_without_overlap", "ddp_param_buffer",
     "ddp_fp8_bucket_groups", "fp8_param_amax_all_reduce", "nvfp4_param_buffer",
     "tp_comm_overlap_method", "zero1_grad_reduce", "zero1_param_sync", "zero3_grad_reduce",
     "cross_entropy", "norm",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.memory.megatron_step import reserve_bytes as megatron_reserve
 from trainsim.memory.nccl_buffers import nvls_bytes, ranks_on_node
 from trainsim.memory.plain_step import fragmentation_bytes
 from trainsim.workload.vocab import rank_vocab
@@ -172,7 +173,7 @@ def communicators(cfg: RunConfig, stage: int = 0) -> list[tuple[int, int]]:
 
 def reserved_bytes(cfg: RunConfig, backward_peak: float, step_peak: float,
                    step_temporaries: float, side_pool: float = 0.0,
-                   grad_pool: float = 0.0) -> float:
+                   grad_pool: float = 0.0, stage: int = 0) -> float:
     """Bytes the caching allocator holds at the end of a step. A plain PyTorch step on one GPU
     (``memory.plain_step.applies``) replays its allocations through the allocator's rules
     (``memory.caching_allocator``) and adds the replay's reserved-minus-allocated to the larger
@@ -180,7 +181,10 @@ def reserved_bytes(cfg: RunConfig, backward_peak: float, step_peak: float,
     without expandable segments, the step's buffers that could not reuse freed blocks, plus
     what side streams keep in pools of their own (``side_pool``; blocks, and expandable
     segments, belong to one stream); ``grad_pool``: gradient shards a side stream allocated,
-    free (reserved) at the backward's peak and allocated again at the step's."""
+    free (reserved) at the backward's peak and allocated again at the step's. Megatron-core's
+    DDP with the distributed optimizer (``memory.megatron_step.applies``) adds the replay of
+    pipeline stage ``stage``'s construction, optimizer shards and activations: the blocks of the
+    weights it moved into its buffer and what the step's tensors could not use of them."""
     excess = fragmentation_bytes(cfg)
     if excess is not None:  # a plain PyTorch step: its allocations replayed (memory.plain_step)
         peak = max(backward_peak, step_peak)
@@ -192,6 +196,9 @@ def reserved_bytes(cfg: RunConfig, backward_peak: float, step_peak: float,
     held = max(backward, step_peak)
     if cfg.training.expandable_segments:
         return held + side_pool
+    kept = megatron_reserve(cfg, stage)
+    if kept is not None:
+        held += kept
     return max(held, backward + step_temporaries) + side_pool
 
 

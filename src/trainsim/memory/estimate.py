@@ -412,7 +412,7 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     else:
         grads, activations, temps, peak_at = held_at_step, 0.0, step, "optimizer step"
     reserved = reserved_bytes(cfg, backward_peak, step_peak, step_only, state.side_pool,
-                              state.grad_pool)
+                              state.grad_pool, stage)
     hole = freed_logits_hole(cfg, stage)
     if hole:  # reserved at the loss's backward: what is allocated then, plus the free hole
         at_loss = backward_peak - sum(b for _, b in temporaries) + _loss_temporary(cfg)
