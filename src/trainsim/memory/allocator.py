@@ -22,8 +22,11 @@ allocated peak.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.memory.megatron_step import applies as megatron_applies
 from trainsim.memory.megatron_step import reserve_bytes as megatron_reserve
 from trainsim.memory.nccl_buffers import nvls_bytes, ranks_on_node
 from trainsim.memory.plain_step import fragmentation_bytes
@@ -173,7 +176,7 @@ def communicators(cfg: RunConfig, stage: int = 0) -> list[tuple[int, int]]:
 
 def reserved_bytes(cfg: RunConfig, backward_peak: float, step_peak: float,
                    step_temporaries: float, side_pool: float = 0.0,
-                   grad_pool: float = 0.0, stage: int = 0) -> float:
+                   grad_pool: float = 0.0) -> float:
     """Bytes the caching allocator holds at the end of a step. A plain PyTorch step on one GPU
     (``memory.plain_step.applies``) replays its allocations through the allocator's rules
     (``memory.caching_allocator``) and adds the replay's reserved-minus-allocated to the larger
@@ -182,9 +185,7 @@ def reserved_bytes(cfg: RunConfig, backward_peak: float, step_peak: float,
     what side streams keep in pools of their own (``side_pool``; blocks, and expandable
     segments, belong to one stream); ``grad_pool``: gradient shards a side stream allocated,
     free (reserved) at the backward's peak and allocated again at the step's. Megatron-core's
-    DDP with the distributed optimizer (``memory.megatron_step.applies``) adds the replay of
-    pipeline stage ``stage``'s construction, optimizer shards and activations: the blocks of the
-    weights it moved into its buffer and what the step's tensors could not use of them."""
+    reserve is :func:`replayed_reserve`'s, read when asked for."""
     excess = fragmentation_bytes(cfg)
     if excess is not None:  # a plain PyTorch step: its allocations replayed (memory.plain_step)
         peak = max(backward_peak, step_peak)
@@ -196,10 +197,34 @@ def reserved_bytes(cfg: RunConfig, backward_peak: float, step_peak: float,
     held = max(backward, step_peak)
     if cfg.training.expandable_segments:
         return held + side_pool
-    kept = megatron_reserve(cfg, stage)
-    if kept is not None:
-        held += kept
     return max(held, backward + step_temporaries) + side_pool
+
+
+@dataclass(frozen=True)
+class ReplayedReserve:
+    """Reserved bytes of a Megatron-core rank (``memory.megatron_step.applies``): the larger
+    phase's allocated peak ``held`` plus the replay of pipeline stage ``stage``'s construction,
+    optimizer shards and activations (the blocks of the weights its DDP moved into its buffer,
+    and what the step's tensors could not use of them), plus the side streams' pools. Computed
+    when read, since nothing else (what fits, the time) depends on it: the replay costs tens of
+    milliseconds a stage, which a search over memory groups would pay for every one."""
+
+    cfg: RunConfig
+    stage: int
+    held: float
+    side_pool: float
+
+    def bytes(self) -> float:
+        return self.held + (megatron_reserve(self.cfg, self.stage) or 0.0) + self.side_pool
+
+
+def replayed_reserve(cfg: RunConfig, stage: int, backward_peak: float, step_peak: float,
+                     side_pool: float = 0.0, grad_pool: float = 0.0) -> ReplayedReserve | None:
+    """What :class:`ReplayedReserve` reads, for a run the replay applies to (without expandable
+    segments); None elsewhere."""
+    if cfg.training.expandable_segments or not megatron_applies(cfg):
+        return None
+    return ReplayedReserve(cfg, stage, max(backward_peak + grad_pool, step_peak), side_pool)
 
 
 def context_bytes(cfg: RunConfig, stage: int = 0) -> float:

@@ -14,13 +14,19 @@ gradients, ZeRO-3 also the weights (Rajbhandari et al. 2020, §5; ``memory.state
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.config.hybrid import layer_kind, main_pattern, mtp_layer_indices
 from trainsim.memory import params
-from trainsim.memory.allocator import context_bytes, freed_logits_hole, reserved_bytes
+from trainsim.memory.allocator import (
+    ReplayedReserve,
+    context_bytes,
+    freed_logits_hole,
+    replayed_reserve,
+    reserved_bytes,
+)
 from trainsim.memory.free_of import cache_clear as free_of_clear
 from trainsim.memory.free_of import zero_free
 from trainsim.memory.hf import autocast_fp32_params
@@ -88,6 +94,9 @@ class MemoryBreakdown:
     """When in the iteration the allocated peak happens."""
     temporaries: tuple[tuple[str, float], ...] = ()
     """The buffers counted in ``buffers``, largest first."""
+    replayed: ReplayedReserve | None = field(default=None, compare=False, repr=False)
+    """Megatron-core's reserve (``memory.megatron_step``), computed when ``reserved`` is read;
+    ``cached`` leaves it out."""
 
     @property
     def allocated(self) -> float:
@@ -95,7 +104,8 @@ class MemoryBreakdown:
 
     @property
     def reserved(self) -> float:
-        return self.allocated + self.cached
+        base = self.allocated + self.cached
+        return base if self.replayed is None else max(base, self.replayed.bytes())
 
     @property
     def device(self) -> float:
@@ -412,7 +422,7 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     else:
         grads, activations, temps, peak_at = held_at_step, 0.0, step, "optimizer step"
     reserved = reserved_bytes(cfg, backward_peak, step_peak, step_only, state.side_pool,
-                              state.grad_pool, stage)
+                              state.grad_pool)
     hole = freed_logits_hole(cfg, stage)
     if hole:  # reserved at the loss's backward: what is allocated then, plus the free hole
         at_loss = backward_peak - sum(b for _, b in temporaries) + _loss_temporary(cfg)
@@ -421,7 +431,9 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
         state.weights, grads, state.optimizer, activations,
         sum(b for _, b in temps), context=context_bytes(cfg, stage),
         cached=reserved - max(backward_peak, step_peak), peak_at=peak_at,
-        temporaries=tuple(sorted(temps, key=lambda x: -x[1])))
+        temporaries=tuple(sorted(temps, key=lambda x: -x[1])),
+        replayed=replayed_reserve(cfg, stage, backward_peak, step_peak, state.side_pool,
+                                  state.grad_pool))
 
 
 def _unbuffered(cfg: RunConfig, stage: int) -> tuple[ModelState, float, float]:
