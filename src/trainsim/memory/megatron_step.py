@@ -62,7 +62,8 @@ BUCKET_PAD = 128
 """A bucket's end is padded to lcm(dp, 128) elements (``_pad_end_of_bucket_if_needed``)."""
 BUCKET_ELEMENTS = 40_000_000
 """``bucket_size`` default with ``overlap_grad_reduce``: max(40e6, 1e6 dp) elements
-(megatron/training/training.py get_model at 23e00ed)."""
+(megatron/core/distributed/distributed_data_parallel.py L64, megatron/training/training.py L950
+at 23e00ed)."""
 
 
 @dataclass(frozen=True)
