@@ -77,6 +77,13 @@ LAMBDA_TABLE = {
     "8xA100 80GB SXM4 FA2": ("a100-sxm-80gb", 8, "2.5", "81920", "4", "56"),
     "8xH100 80GB SXM5 FA2": ("h100-sxm-80gb", 8, "5.34", "174981.12", "4", "56"),
 }
+# the first 'Results' table's baseline rows: Hugging Face's GPT2LMHeadModel in the same loop
+LAMBDA_BASELINE = {
+    "A100 80GB SXM4 Baseline": ("a100-sxm-80gb", 1, "3.63", "3717.1", "1", "73"),
+    "H100 80GB SXM5 Baseline": ("h100-sxm-80gb", 1, "6.12", "6266.88", "1", "73"),
+}
+LAMBDA_HF_CFG = "gpt3-2.7B-hf"
+LAMBDA_HF_SHAPE = (2560, 32, 32, 1024, 512, 1, True)
 LAMBDA_DIR = "LambdaLabsML+examples"
 LAMBDA_COMMIT = "4346232"  # 2024-10-17 (the table as in 3874b1a, 2023-07-31, and 1884943, 2023-07-21)
 LAMBDA_README = "flash-attention-2/README.md"
@@ -107,6 +114,18 @@ UNFIT = ("; the micro-batch cell is left empty (the tool chooses): the config's 
          "Eq. 2 without the 5as^2b FlashAttention removes), 85 GiB for 32 layers at h 2560, on "
          "an 80 GB GPU (trainsim counts 116 GiB in all), so the paper's run cannot have used it "
          "as the expression gives it; the paper states no batch")
+
+ONE_RANK = (" (here over one rank: ZeroRedundancyOptimizer partitions the state over a world of "
+            "1, so the whole state is on it and nothing is broadcast: zero_stage 0 in effect, "
+            "written so)")
+HF_STACK = ("the same Lightning loop (trainer precision 16: torch.autocast in fp16 with a gradient "
+            "scaler over fp32 parameters, gradients and optimizer state; grad_reduce_dtype fp32) "
+            "around Hugging Face transformers' GPT2LMHeadModel (model/gpt2-hf.yaml: "
+            "reorder_and_upcast_attn false, scale_attn_by_inverse_layer_idx): its eager modules "
+            "(Conv1D projections, GPT2Attention's matmul / mask / softmax / dropout / matmul: "
+            "attention eager), GELU (gelu_new) unfused, vocab 50257 unpadded, learned positions, "
+            "tied output layer, dropouts 0.1, torch.nn.CrossEntropyLoss (loss_fn null); no "
+            "activation checkpointing")
 
 
 def _strategy(zero1: bool) -> str:
@@ -142,22 +161,24 @@ def flops_per_sequence(cfg: str) -> float:
 
 
 def _row(rid, source, cfg, preset, attention, version, t, note, *, shape=None, gpu="a100-sxm-80gb",
-         gpus=GPUS, dtype="bf16", mbs_note="", where=f"{EXP}/", stack=STACK, hw=HW):
+         gpus=GPUS, dtype="bf16", mbs_note="", where=f"{EXP}/", stack=STACK, hw=HW,
+         options="dp_overlap;fused_kernels", vocab=VOCAB):
     h, layers, heads, seq, gbs, mbs, zero1 = shape or CONFIGS[cfg]
     return {
         "id": rid, "source": source, "model": preset, "num_attention_heads": heads,
-        "vocab_size": VOCAB, "seq_length": seq, "gpu": gpu, "num_gpus": gpus,
+        "vocab_size": vocab, "seq_length": seq, "gpu": gpu, "num_gpus": gpus,
         "gpus_per_node": 8, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "sequence_parallel": 0,
-        "recompute": "none", "zero_stage": 1 if zero1 else 0, "distributed_optimizer": 0,
+        "recompute": "none", "zero_stage": 1 if zero1 and gpus > 1 else 0,
+        "distributed_optimizer": 0,
         "global_batch_size": gbs, "micro_batch_size": "" if mbs_note else mbs, "dtype": dtype,
-        "options": "dp_overlap;fused_kernels", "framework": "flash-attention",
+        "options": options, "framework": "flash-attention",
         "framework_version": version, "attention": attention, "grad_reduce_dtype": "fp32",
         "measured_iteration_s": round(t, 6), "attention_dropout": 0.1, "hidden_dropout": 0.1,
         "note": (f"{note}; config {where}{cfg}.yaml: hidden {h}, "
                  f"{layers} layers, {heads} heads (head dim {h // heads}), sequence {seq}, "
                  f"train.global_batch_size {gbs}, datamodule.batch_size {mbs} at gpu_mem "
                  f"{GPU_MEM} (so {gbs // (mbs * gpus)} accumulation steps){mbs_note}; "
-                 f"{_strategy(zero1)}; {stack}; {hw}"),
+                 f"{_strategy(zero1)}{ONE_RANK if zero1 and gpus == 1 else ''}; {stack}; {hw}"),
     }
 
 
@@ -218,9 +239,27 @@ def rows() -> list[dict]:
             .replace("fused_dense_gelu_dense at 4a6eaa9f, fused_mlp from 88173a1a", "fused_mlp")
             .replace("(n_positions = the sequence)", "(n_positions = the sequence), residual_in_fp32")
             .replace("apex cross-entropy", "flash_attn cross-entropy"),
-            hw=(f"{gpus} x {gpu} on Lambda Cloud (an 8-GPU instance; one GPU where trainer.devices=1): "
-                "NVLink, no inter-node network")))
+            hw=_lambda_hw(gpu, gpus)))
+    for label, (gpu, gpus, its, tps, bs, mem) in LAMBDA_BASELINE.items():
+        seq, gbs = LAMBDA_HF_SHAPE[3], LAMBDA_HF_SHAPE[4]
+        assert abs(float(its) * seq * int(bs) * gpus / float(tps) - 1) < 1e-5, label  # 3717.12
+        t = gbs * seq / float(tps)
+        out.append(_row(
+            f"flashattn-lambda-hf-gpt3-2.7b-{gpu.split('-')[0]}-{gpus}",
+            lam_src.replace("second table", "first table").replace(LAMBDA_CFG, LAMBDA_HF_CFG),
+            LAMBDA_HF_CFG, "gpt3-2.7b", "eager", "2023-07", t,
+            f"row '{label}': Iter/Sec {its} (micro-batches of BS_per_GPU {bs}: Tokens/Sec {tps} = "
+            f"{its} x {seq} x {bs}), Memory_per_GPU {mem} GB (not used); iteration = {gbs} x "
+            f"{seq} / {tps} tokens/s on trainer.devices={gpus}",
+            shape=LAMBDA_HF_SHAPE, gpu=gpu, gpus=gpus, dtype="fp16", options="dp_overlap",
+            vocab=50257, where="LambdaLabsML/flash-attention training/configs/experiment/owt/",
+            stack=HF_STACK, hw=_lambda_hw(gpu, gpus)))
     return out
+
+
+def _lambda_hw(gpu: str, gpus: int) -> str:
+    return (f"{gpus} x {gpu} on Lambda Cloud (an 8-GPU instance; one GPU where "
+            "trainer.devices=1): NVLink, no inter-node network")
 
 
 # ---------------------------------------------------------------------------- --check
@@ -242,10 +281,12 @@ def _config(commit: str, name: str, repo: str = REPO_DIR, group: str = "pile") -
             key, val = item
             if key == "override /model/gpt2model":
                 size = val
+            elif key == "override /model":
+                merged["_model"] = val
+                if val in ("gpt2", "gpt2-hf") and size is None:
+                    size = "gpt2-small"
             elif key == "override /optimizer":
                 merged["_optimizer"] = val
-            elif key == "override /model" and val == "gpt2" and size is None:
-                size = "gpt2-small"
     if size:
         path = f"training/configs/model/gpt2model/{size}.yaml"
         _merge(merged, yaml.safe_load(mirror_rows.show(repo, commit, path)))
@@ -279,7 +320,7 @@ def _batch(expr: object) -> int:
 
 
 def _check_config(commit: str, cfg: str, repo: str = REPO_DIR, group: str = "pile",
-                  typed: tuple | None = None, precision: str = "bf16") -> list[str]:
+                  typed: tuple | None = None, precision: str = "bf16", hf: bool = False) -> list[str]:
     c = _config(commit, cfg, repo, group)
     typed = typed or CONFIGS[cfg]
     mc = c["model"]["config"]
@@ -291,7 +332,10 @@ def _check_config(commit: str, cfg: str, repo: str = REPO_DIR, group: str = "pil
     bad = [f"{cfg} @ {commit}: typed {typed} != config {got}"] if got != typed else []
     if str(c["trainer"]["precision"]) != precision or c["trainer"]["devices"] != GPUS:
         bad.append(f"{cfg} @ {commit}: precision/devices {c['trainer']['precision']}/{c['trainer']['devices']}")
-    if mc.get("pad_vocab_size_multiple") != 8 or not mc.get("use_flash_attn"):
+    if hf and (c.get("_model") != "gpt2-hf" or c["train"].get("loss_fn", "") is not None):
+        bad.append(f"{cfg} @ {commit}: model {c.get('_model')}, loss_fn {c['train'].get('loss_fn')}")
+    if not hf and (mc.get("pad_vocab_size_multiple") != 8 or not mc.get("use_flash_attn")
+                   or c.get("_model") != "gpt2"):
         bad.append(f"{cfg} @ {commit}: vocab padding / use_flash_attn {mc}")
     if mc.get("mlp_checkpoint_lvl", 0) != 0:
         bad.append(f"{cfg} @ {commit}: mlp_checkpoint_lvl {mc.get('mlp_checkpoint_lvl')}")
@@ -319,12 +363,14 @@ def check() -> list[str]:
     for cfg in {v[0] for v in FA2_TABLE.values()}:
         bad += _check_config(FA2_COMMIT, cfg)
     bad += _check_config(LAMBDA_FORK_COMMIT, LAMBDA_CFG, LAMBDA_FORK, "owt", LAMBDA_SHAPE, "16")
+    bad += _check_config(LAMBDA_FORK_COMMIT, LAMBDA_HF_CFG, LAMBDA_FORK, "owt", LAMBDA_HF_SHAPE,
+                         "16", hf=True)
     lam = {}
     for line in mirror_rows.show(LAMBDA_DIR, LAMBDA_COMMIT, LAMBDA_README).splitlines():
         cells = mirror_rows.md_cells(line)
-        if len(cells) == 7 and cells[0] in LAMBDA_TABLE:
+        if len(cells) == 7 and cells[0] in {**LAMBDA_TABLE, **LAMBDA_BASELINE}:
             lam[cells[0]] = tuple(cells[1:5])
-    for label, (_gpu, _gpus, its, tps, bs, mem) in LAMBDA_TABLE.items():
+    for label, (_gpu, _gpus, its, tps, bs, mem) in {**LAMBDA_TABLE, **LAMBDA_BASELINE}.items():
         if lam.get(label) != (its, tps, bs, mem):
             bad.append(f"Lambda {label}: typed {(its, tps, bs, mem)} != {lam.get(label)}")
     return bad

@@ -69,13 +69,17 @@ def test_readme_2k_rows_agree_with_the_papers_flashattention_column():
         assert abs(tflops / 189 - 1) < 0.02, (preset, tflops)
 
 
-def test_no_profile_reads_as_megatron_lm_by_date():
-    """flash-attention has no profile here: the fallback reads the rows (DDP or ZeRO-1, no
-    sharding) as Megatron-LM at the row's date, which it reports."""
+def test_no_profile_reads_by_the_rows_own_cells():
+    """flash-attention has no profile here: the fallback reads its own model's rows (DDP or
+    ZeRO-1, no sharding, FlashAttention) as Megatron-LM at the row's date, and Lambda's baseline
+    rows (Hugging Face's GPT-2, attention in plain PyTorch ops) as the plain PyTorch loop."""
     _, res = validated(FILE)
     assert res and all(r.error is None for r in res)
-    assert {r.chosen["framework"] for r in res} == {"megatron-lm"}
-    assert all(r.chosen["framework_version"] in ("2022-11", "2023-07") for r in res)
+    for r in res:
+        want = "pytorch" if "-lambda-hf-" in r.id else "megatron-lm"
+        assert r.chosen["framework"] == want, r.id
+        if want == "megatron-lm":
+            assert r.chosen["framework_version"] in ("2022-11", "2023-07")
 
 
 def test_config_micro_batch_of_the_8k_2_7b_run_does_not_fit():
@@ -131,9 +135,25 @@ def test_rows_state_the_configs_settings():
     for rid, r in _rows().items():
         cfg = row_config(r)
         zero1 = rid not in ("flashattn-readme-gpt3-125m-a100-8", "flashattn-readme-gpt3-350m-a100-8")
-        assert cfg.parallel.zero_stage == (1 if zero1 else 0), rid
+        one_rank = r["num_gpus"] == "1"
+        assert cfg.parallel.zero_stage == (1 if zero1 and not one_rank else 0), rid
         assert r["grad_reduce_dtype"] == "fp32" and r["recompute"] == "none"
         assert r["dtype"] == ("fp16" if "-lambda-" in rid else "bf16")
         assert cfg.model.attention_dropout == cfg.model.hidden_dropout == 0.1
         assert int(r["num_gpus"]) <= int(r["gpus_per_node"])
-        assert dataclasses.replace(cfg.model, vocab_size=50264) == cfg.model
+        vocab = 50257 if "-lambda-hf-" in rid else 50264
+        assert dataclasses.replace(cfg.model, vocab_size=vocab) == cfg.model
+        assert (r["attention"] == "eager") == ("-lambda-hf-" in rid)
+
+
+def test_hugging_face_baseline_rows_are_the_files_biggest_misses():
+    """2026-11-29 first prediction: Lambda's Hugging Face GPT-2 baseline (fp16 autocast, eager
+    attention, micro-batch 1, 20 % MFU measured on A100) -43.0 % (A100) / -54.4 % (H100) under
+    the plain PyTorch loop's mechanisms: trainsim prices 157 ms a micro-batch where the run took
+    275 ms, the gap not found (training_flashattn.md). Bound: each within -62 / -30 %, and every
+    other row of the file closer than either."""
+    _, res = validated(FILE)
+    err = {r.id: r.predicted / r.measured - 1 for r in res}
+    hf = {k: e for k, e in err.items() if "-lambda-hf-" in k}
+    assert len(hf) == 2 and all(-0.62 <= e <= -0.30 for e in hf.values()), hf
+    assert max(abs(e) for k, e in err.items() if k not in hf) < min(abs(e) for e in hf.values())
