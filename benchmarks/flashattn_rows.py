@@ -109,6 +109,8 @@ STACK = ("flash-attention's training/ code: PyTorch Lightning (trainer precision
          "in-place backward; no activation checkpointing (mlp_checkpoint_lvl 0)")
 
 
+KERNELS = {"flash1": "FlashAttention 1, v1.0.9 tagged the same day",
+           "flash2": "flash_attn 2.0.0.post1 at 4f285b35"}
 UNFIT = ("; the micro-batch cell is left empty (the tool chooses): the config's 4 sequences of "
          "8192 would keep ~34 x s x b x h bytes a layer of activations (Korthikanti et al. 2022 "
          "Eq. 2 without the 5as^2b FlashAttention removes), 85 GiB for 32 layers at h 2560, on "
@@ -194,7 +196,7 @@ def rows() -> list[dict]:
             f"flashattn-readme-{preset}-a100-8", readme_src, cfg, preset, "flash1", "2022-11", t,
             f"README row '{name}': batch {batch} tokens (= {gbs} x {seq}), throughput {tps} "
             f"tokens/s (hours / 1B tokens {hours}); iteration = {gbs} x {seq} / {tps} tokens/s; "
-            "FlashAttention 0.2 (flash1)"))
+            "flash_attn 0.2.2 at that commit (setup.py): FlashAttention 1 (flash1)"))
     fa2_src = ("Dao 2023, FlashAttention-2 (arXiv:2307.08691v1, 2023-07-17) Section 4.2 Table 1 "
                f"'Training speed (TFLOPs/s/GPU) of GPT-style models on 8xA100 GPUs'; configs "
                f"{REPO} {EXP} @ {FA2_COMMIT} (FlashAttention-2 release)")
@@ -210,7 +212,8 @@ def rows() -> list[dict]:
             out.append(_row(
                 f"flashattn-fa2paper-{preset}-{ctx}-{attention}-a100-8", fa2_src, cfg, preset,
                 attention, "2023-07", t,
-                f"Table 1 row '{name} {ctx} context', column '{col}': {tflops} TFLOPs/s per GPU; "
+                f"Table 1 row '{name} {ctx} context', column '{col}' ({KERNELS[attention]}): "
+                f"{tflops} TFLOPs/s per GPU; "
                 f"iteration = {gbs} sequences x {flops:.6g} FLOP (6 x {CONFIGS[cfg][3]} x "
                 f"{params(cfg)} params + 12 x layers x hidden x seqlen^2, the paper's "
                 f"formula; params: every tensor of the model the config builds) / (8 x {tflops} "
