@@ -157,3 +157,17 @@ def test_hugging_face_baseline_rows_are_the_files_biggest_misses():
     hf = {k: e for k, e in err.items() if "-lambda-hf-" in k}
     assert len(hf) == 2 and all(-0.62 <= e <= -0.30 for e in hf.values()), hf
     assert max(abs(e) for k, e in err.items() if k not in hf) < min(abs(e) for e in hf.values())
+
+
+def test_gpt3_presets_have_the_papers_sizes():
+    """The five presets are GPT-3's Table 2.1 models with GPT-2's block and vocabulary: each
+    counts its nominal size within 2 % (125.2M, 355.9M, 760.3M, 1.316B, 2.652B with the tied
+    50257-token embedding and 2048 positions)."""
+    from trainsim.catalog import model
+    from trainsim.model import total_params
+
+    for name, size in (("gpt3-125m", 125e6), ("gpt3-350m", 350e6), ("gpt3-760m", 760e6),
+                       ("gpt3-1.3b", 1.3e9), ("gpt3-2.7b", 2.7e9)):
+        m = model(name)
+        assert m.tied_embeddings and m.vocab_size == 50257 and m.ffn_size == 4 * m.hidden_size
+        assert abs(total_params(m) / size - 1) < 0.02, (name, total_params(m))
