@@ -124,8 +124,7 @@ HF_STACK = ("the same Lightning loop (trainer precision 16: torch.autocast in fp
             "scaler over fp32 parameters, gradients and optimizer state; grad_reduce_dtype fp32) "
             "around Hugging Face transformers' GPT2LMHeadModel (model/gpt2-hf.yaml: "
             "reorder_and_upcast_attn false, scale_attn_by_inverse_layer_idx): its eager modules "
-            "(Conv1D projections, GPT2Attention's matmul / mask / softmax / dropout / matmul: "
-            "attention eager), GELU (gelu_new) unfused, vocab 50257 unpadded, learned positions, "
+            "(Conv1D projections, GPT2Attention's matmul / mask / softmax / dropout / matmul), GELU (gelu_new) unfused, vocab 50257 unpadded, learned positions, "
             "tied output layer, dropouts 0.1, torch.nn.CrossEntropyLoss (loss_fn null); no "
             "activation checkpointing")
 
@@ -164,7 +163,7 @@ def flops_per_sequence(cfg: str) -> float:
 
 def _row(rid, source, cfg, preset, attention, version, t, note, *, shape=None, gpu="a100-sxm-80gb",
          gpus=GPUS, dtype="bf16", mbs_note="", where=f"{EXP}/", stack=STACK, hw=HW,
-         options="dp_overlap;fused_kernels", vocab=VOCAB):
+         options="dp_overlap;fused_kernels", vocab=VOCAB, framework="flash-attention"):
     h, layers, heads, seq, gbs, mbs, zero1 = shape or CONFIGS[cfg]
     return {
         "id": rid, "source": source, "model": preset, "num_attention_heads": heads,
@@ -173,7 +172,7 @@ def _row(rid, source, cfg, preset, attention, version, t, note, *, shape=None, g
         "recompute": "none", "zero_stage": 1 if zero1 and gpus > 1 else 0,
         "distributed_optimizer": 0,
         "global_batch_size": gbs, "micro_batch_size": "" if mbs_note else mbs, "dtype": dtype,
-        "options": options, "framework": "flash-attention",
+        "options": options, "framework": framework,
         "framework_version": version, "attention": attention, "grad_reduce_dtype": "fp32",
         "measured_iteration_s": round(t, 6), "attention_dropout": 0.1, "hidden_dropout": 0.1,
         "note": (f"{note}; config {where}{cfg}.yaml: hidden {h}, "
@@ -250,12 +249,19 @@ def rows() -> list[dict]:
         out.append(_row(
             f"flashattn-lambda-hf-gpt3-2.7b-{gpu.split('-')[0]}-{gpus}",
             lam_src.replace("second table", "first table").replace(LAMBDA_CFG, LAMBDA_HF_CFG),
-            LAMBDA_HF_CFG, "gpt3-2.7b", "eager", "2023-07", t,
+            LAMBDA_HF_CFG, "gpt3-2.7b", "unfused", "1.14", t,
             f"row '{label}': Iter/Sec {its} (micro-batches of BS_per_GPU {bs}: Tokens/Sec {tps} = "
             f"{its} x {seq} x {bs}), Memory_per_GPU {mem} GB (not used); iteration = {gbs} x "
-            f"{seq} / {tps} tokens/s on trainer.devices={gpus}",
+            f"{seq} / {tps} tokens/s on trainer.devices={gpus}; framework pytorch (the README's "
+            "plain PyTorch loop around a Hugging Face transformers model: Lightning's loop, fp32 "
+            "parameters, autocast, the model's eager modules), version 1.14: the torch 1.14 pre-release "
+            "of nvcr.io/nvidia/pytorch:22.12 (the fork's Dockerfile; the container's release "
+            "notes as remembered, not read here); attention "
+            "unfused, as the pytorch profile reads transformers' eager attention (GPT-2's _attn: "
+            "softmax on autocast's fp32 list, then cast back)",
             shape=LAMBDA_HF_SHAPE, gpu=gpu, gpus=gpus, dtype="fp16", options="dp_overlap",
-            vocab=50257, where="LambdaLabsML/flash-attention training/configs/experiment/owt/",
+            vocab=50257, framework="pytorch",
+            where="LambdaLabsML/flash-attention training/configs/experiment/owt/",
             stack=HF_STACK, hw=_lambda_hw(gpu, gpus)))
     return out
 
