@@ -232,8 +232,8 @@ def rows() -> list[dict]:
             f"{tps} = {its} x {seq} x {bs} x {gpus}), Memory_per_GPU {mem} GB (not used: how and "
             f"in which unit it was read is not stated); iteration = {gbs} x {seq} / {tps} "
             f"tokens/s, the fork's global batch {gbs} (owt/base.yaml) on trainer.devices={gpus}; "
-            "FlashAttention-2 (the fork's Dockerfile installs flash-attn from pip after 30fd8c1 "
-            "'remove checkout v2.0.0.post1': 2.0.x, July 2023)",
+            "FlashAttention-2 (the fork's training/Dockerfile L88: pip install "
+            "flash-attn==2.0.0.post1, over nvcr.io/nvidia/pytorch:22.12-py3)",
             shape=LAMBDA_SHAPE, gpu=gpu, gpus=gpus, dtype="fp16",
             where="LambdaLabsML/flash-attention training/configs/experiment/owt/",
             stack=STACK.replace("trainer precision bf16", "trainer precision 16 (owt/base.yaml)")

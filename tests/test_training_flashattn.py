@@ -120,8 +120,8 @@ def test_lambda_rows_scale_from_one_to_eight_gpus():
 
 def test_h100_rows_predicted_faster_than_measured():
     """2026-11-29 first prediction (nothing fitted): the Lambda H100 rows -18.4 / -18.9 % (the
-    run in nvcr.io/nvidia/pytorch:22.12, CUDA 11.8, with FlashAttention-2.0 before its Hopper
-    kernels: 38 % MFU measured where trainsim prices 47 %), the A100 ones -4.1 / -7.1 %: the
+    run in nvcr.io/nvidia/pytorch:22.12 with flash-attn 2.0.0.post1, before FlashAttention's
+    Hopper kernels: 38 % MFU measured where trainsim prices 47 %), the A100 ones -4.1 / -7.1 %: the
     H100 rows stay faster than the A100 rows relative to measured."""
     _, res = validated(FILE)
     err = {r.id: r.predicted / r.measured - 1 for r in res}
