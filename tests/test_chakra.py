@@ -25,6 +25,7 @@ from trainsim.interop.chakra import (
     read_et,
     trace_files,
 )
+from trainsim.interop.chakra import RING_TAGS
 
 SMALL_MODEL = {"name": "small", "hidden_size": 1024, "num_layers": 4, "num_attention_heads": 16,
                "num_kv_heads": 4, "ffn_hidden_size": 3584, "vocab_size": 32000,
@@ -116,7 +117,10 @@ def test_nodes_groups_and_peers_are_consistent(tmp_path):
             else:
                 assert n.type == COMP_NODE and n.attr("num_ops") >= 0
     assert sends == recvs and sends
-    assert all(abs(s - d) == 8 for s, d, _ in sends)  # stage size tp*cp*dp = 2*2*2
+    ring = {(s, d) for s, d, tag in sends if tag >= RING_TAGS}
+    assert all(abs(s - d) == 8 for s, d, tag in sends if tag < RING_TAGS)  # stage size 2*2*2
+    # CP's KV exchange (export59): a ring over the cp group, the ranks tp = 2 apart
+    assert ring and all(abs(s - d) == 2 and (d, s) in ring for s, d in ring)
     assert sizes == {2, 4}  # tp / cp groups of 2, data-parallel with CP of 4
 
 

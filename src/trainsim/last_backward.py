@@ -55,6 +55,8 @@ class SplitBackwardTasks:
     fsdp_reduce: dict[int, list[int]]
     link_tail: dict[int, int]
     block_gathers: dict[int, list[float]]
+    block_ops: dict[int, list[tuple]]
+    collectives: dict[int, tuple]
     last_bwd: dict[int, list[int]]
     bucket_shares: dict[int, tuple[tuple[float, float], ...]]
     lone: LonePasses | None
@@ -179,6 +181,10 @@ class SplitBackwardTasks:
                         got.append(self.add((s, "dp"), gathers[j],
                                             list(deps) if j < 2 else [ids[-1]],
                                             f"FSDP all-gather {name} c{chunk} part{j}", DP))
+                        ops = self.block_ops.get(v) if gathers is self.block_gathers.get(v) \
+                            else None  # (the combined 1F1B's lone passes keep none)
+                        if ops is not None:
+                            self.collectives[got[-1]] = ops[j]
             ids.append(self.add((s, "compute"), part,
                                 (list(deps) if k == 0 else [ids[-1]] + (reduced if waits else [])
                                  + (before if self.rs_wait else []))

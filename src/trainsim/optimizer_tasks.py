@@ -132,11 +132,12 @@ class OptimizerTasks:
                 continue
             width = self.gather_width[s][group]
             loads = owner_loads(own, size)
-            seconds = sum(self.pricer.comm_time(Comm("param_broadcast", "broadcast", n * width,
-                                                     group))  # type: ignore[arg-type]
-                          for n in loads)
+            ops = tuple(Comm("param_broadcast", "broadcast", n * width, group)  # type: ignore
+                        for n in loads)
+            seconds = sum(self.pricer.comm_time(op) for op in ops)
             out.append(self.add((s, "dp"), seconds, deps, f"param broadcast {group} {label}: "
                                 f"{len(loads)} owners of {size} ranks, one after another", DP))
+            self.collectives[out[-1]] = ops
         return out
 
     def amax_all_reduces(self, s: int, step: int) -> list[int]:

@@ -109,7 +109,7 @@ def is_weight_grad(op: Op) -> bool:
         or op.name in WEIGHT_GRAD_ACCUMULATION
 
 
-def pair_pricer(cfg: RunConfig) -> tuple[RunConfig, Pricer]:
+def pair_pricer(cfg: RunConfig, kind: type[Pricer] = Pricer) -> tuple[RunConfig, Pricer]:
     """The config and pricer of a pass in a DualPipe pair: each pass's expert all-to-alls run
     on the communication stream behind the pass's compute (``moe_overlap_ep_comm``; DeepSeek-V3
     §3.2.1: "both all-to-all and PP communication can be fully hidden during execution"), and
@@ -119,9 +119,10 @@ def pair_pricer(cfg: RunConfig) -> tuple[RunConfig, Pricer]:
     all-to-all of ``t`` seconds beside compute costs ``t`` times its SM share
     (``Pricer.hidden_behind``), and compute that no all-to-all runs beside keeps every SM.
     The same pricing as the overlapped 1F1B's passes; until the 39th session the pair's whole
-    compute ran on the 112 SMs left, also the head's and MTP's where nothing runs beside it."""
+    compute ran on the 112 SMs left, also the head's and MTP's where nothing runs beside it.
+    ``kind``: the class of the graph's pricer (an export's records what it prices)."""
     pc = replace(cfg, parallel=replace(cfg.parallel, moe_overlap_ep_comm=True))
-    return pc, Pricer(pc)
+    return pc, kind(pc)
 
 
 class HalfPricer:
@@ -198,7 +199,7 @@ class ScheduledPipeline:
         g = self.g
         if not g.cfg.model.is_moe or g.p.ep == 1:
             return
-        cfg, pricer = pair_pricer(g.cfg)
+        cfg, pricer = pair_pricer(g.cfg, type(g.pricer))
         chunks = priced_chunks(cfg, pricer, shard_of(cfg), g.layer_source)
         self.pair_fwd = {v: ch.fwd for v, ch in chunks.items()}
         self.pair_bwd = {v: ch.bwd for v, ch in chunks.items()}

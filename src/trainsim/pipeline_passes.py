@@ -62,6 +62,7 @@ class PipelineTasks:
     last_bwd: dict[int, list[int]]
     """Per virtual stage, the work its first backward leads with (TE's weight transposes)."""
     _memo: dict
+    collectives: dict[int, tuple]
 
     if TYPE_CHECKING:
         def _pass_spec(self, s: int, work: Priced, sends: bool, forward: bool = False
@@ -295,10 +296,12 @@ class PipelineTasks:
             hit = self._memo.get(key)
             if hit is None:
                 hit = self._memo[key] = chunk_unshard(self.cfg, self.pricer, v)
-            by_group, _ = hit
+            by_group, _, ops = hit
             pending[c] = [self.add((s, self.reduce_stream(group)), seconds, list(behind),
                                    f"FSDP UNSHARD all-gather {group} chunk {c}", DP)
                           for group, seconds in by_group.items() if seconds > 0]
+            for i, group in zip(pending[c], [g for g, t in by_group.items() if t > 0]):
+                self.collectives[i] = tuple(ops[group])
         waits = pending.pop(chunk, None)
         if waits is not None:
             copies = self._memo[("unshard", chunk * self.pp + s)][1]

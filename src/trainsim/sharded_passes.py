@@ -41,7 +41,8 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
 
 
 def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
-                       side_s: list[float]
+                       side_s: list[float],
+                       block_ops: dict[int, list[tuple[Comm, ...]]] | None = None
                        ) -> tuple[dict[int, tuple[Priced, Priced]], dict[int, list[float]]]:
     """(forward, backward) pass of each virtual stage led by its wait for its FSDP units'
     parameters, each unit gathered one ahead of its compute (``workload.schedule.
@@ -55,7 +56,10 @@ def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     the reduce-scatter stream, ``side_s``, before torch's 2024-06 change that profile line
     ``fsdp2_reduce_scatter_wait`` marks). Alongside, by virtual stage whose backward pass
     regathers its blocks: each block's gather seconds in compute order, which the task graph's
-    split pass runs as tasks of their own in place of the pass's wait."""
+    split pass runs as tasks of their own in place of the pass's wait (their collectives in
+    ``block_ops``, where given; each wait's with the pricer's ``note_ops``, where it has one:
+    for exports)."""
+    note = getattr(pricer, "note_ops", lambda segment, ops: None)
     out: dict[int, tuple[Priced, Priced]] = {}
     gathers: dict[int, list[float]] = {}
     walks: dict[int, tuple[list[float], list[float], list[float]]] = {}  # backward walks
@@ -94,12 +98,15 @@ def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
             compute[-1] += parts[-1]
         # SHARD_GRAD_OP keeps the blocks gathered from the forward through the backward
         blocks = gather[len(gather) - len(layers):][::-1] if layers and regather else []
+        ops = [tuple(unit) for unit in units[len(units) - len(layers):][::-1]] if blocks else []
         if blocks and cfg.parallel.data_parallel_impl == "deepspeed":
             # DeepSpeed gathers a recomputed block for its recompute forward, then again
             # what that forward released by reuse distance (``zero3_regathers``)
             redo = cfg.recomputed_layers
             blocks = [g + sum(pricer.comm_time(c) for c in zero3_regathers(cfg, i))
                       if i in redo else g for g, i in zip(blocks, reversed(list(layers)))]
+            ops = [o + tuple(zero3_regathers(cfg, i)) if i in redo else o
+                   for o, i in zip(ops, reversed(list(layers)))]
         # each block's gradient reduction, issued as its backward ends, on the gathers' links;
         # the root unit's (embedding, head) with the last, FSDP's root post-backward
         # (priced once per (block kind, root unit or not): the index is read only through
@@ -120,9 +127,10 @@ def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         share = pricer.sm_share["dp"]
         exposed = prefetch_exposed_s(gather, compute)
         fwd = exposed + (sum(gather) - exposed) * share
-        walks[v] = (blocks, back, reduce)
+        walks[v] = (blocks, back, reduce, ops)
         wait = interned(())  # after the gather wait (below, once ``side_s`` is complete)
         lead = interned(((DP, fwd, GATHER_WAIT),))
+        note(lead.segments[0], [c for unit in units for c in unit])
         if fsdp2:
             lead = lead + pricer.price(fsdp2_copies.copy_out(units))
             if blocks:
@@ -156,7 +164,7 @@ def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
                                                                          last))
         out[v] = (lead + ch.fwd, wait + ch.bwd)
     share = pricer.sm_share["dp"]
-    for v, (blocks, back, reduce) in walks.items():
+    for v, (blocks, back, reduce, ops) in walks.items():
         if not blocks:
             out[v] = (out[v][0], interned(((DP, 0.0, GATHER_WAIT),)) + out[v][1])
             continue
@@ -166,25 +174,33 @@ def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         exposed = backward_wait_s(blocks, back, [r + prep for r in reduce], rs_wait)
         # a wait behind the reductions is no hidden gather: no share for it
         bwd = exposed + max(0.0, sum(blocks) - exposed) * share
-        out[v] = (out[v][0], interned(((DP, bwd, GATHER_WAIT),)) + out[v][1])
+        lead = interned(((DP, bwd, GATHER_WAIT),))
+        note(lead.segments[0], [c for block in ops for c in block])
+        out[v] = (out[v][0], lead + out[v][1])
         gathers[v] = blocks
+        if block_ops is not None:
+            block_ops[v] = ops
     return out, gathers
 
 
-def chunk_unshard(cfg: RunConfig, pricer: Pricer, v: int) -> tuple[dict[str, float], Priced]:
+def chunk_unshard(cfg: RunConfig, pricer: Pricer, v: int
+                  ) -> tuple[dict[str, float], Priced, dict[str, list[Comm]]]:
     """Virtual stage ``v``'s UNSHARD under torch's pipeline runtime (``workload.unshard_window``):
     the seconds of its FSDP units' all-gathers by process group (``dp_cp``, ``edp``), issued
     together, one after another on that group's NCCL stream; and the FSDP2 copy-out the stage's
-    next compute action runs first (``_assert_unsharded`` -> ``wait_for_unshard``)."""
+    next compute action runs first (``_assert_unsharded`` -> ``wait_for_unshard``); and the
+    all-gathers themselves by process group (for exports)."""
     ranges = cfg.virtual_stage_layers()
     units = fsdp_unit_gathers(cfg, ranges[v], v == 0, v == len(ranges) - 1)
     by_group: dict[str, float] = {}
+    ops: dict[str, list[Comm]] = {}
     for unit in units:
         for c in unit:
             by_group[c.group] = by_group.get(c.group, 0.0) + pricer.comm_time(c)
+            ops.setdefault(c.group, []).append(c)
     copies = pricer.price(fsdp2_copies.copy_out(units)) if fsdp2_copies.applies(cfg) \
         else interned(())
-    return by_group, copies
+    return by_group, copies, ops
 
 
 def backward_wait_s(gather_s: list[float], compute_s: list[float], reduce_s: list[float],

@@ -186,8 +186,12 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
         self._shares: dict[tuple[int, int], tuple[tuple[float, float], ...]] = \
             shared.setdefault("shares", {})
         self._comms: dict[tuple, float] = shared.setdefault("comms", {})  # comm()'s seconds
-        # each data-parallel collective task's op (one of ``count``), for exports (Chakra)
-        self.collectives: dict[int, Comm] = {}
+        # each data-parallel-stream collective task's ops, one after another, for exports
+        # (Chakra): a bucketed collective's ``count`` equal ones, InternEvo's broadcasts, FSDP's
+        # unit all-gathers
+        self.collectives: dict[int, tuple[Comm, ...]] = {}
+        # ... and the unit all-gathers of each block of a split backward (``last_backward``)
+        self.block_ops: dict[int, list[tuple[Comm, ...]]] = shared.setdefault("block_ops", {})
         self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids
         self.bucket_shares: dict[int, tuple[tuple[float, float], ...]] = {}  # and their shares
         self.fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(self.pp)}
@@ -201,7 +205,7 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
         if self.fsdp and "gathered" not in shared:
             shared["gathered"] = (blocking_gathers(cfg, pricer, self.chunks, self.side_s), {}) \
                 if p.zero3_gather == "per_parameter" else \
-                unit_gather_passes(cfg, pricer, self.chunks, self.side_s)
+                unit_gather_passes(cfg, pricer, self.chunks, self.side_s, self.block_ops)
         self.gathered: dict[int, tuple[Priced, Priced]] = shared["gathered"][0] \
             if self.fsdp else {}
         # the split backward's block gathers, by virtual stage (``unit_gather_passes``)
@@ -247,7 +251,7 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
             t = self._comms[key] = count * self.pricer.comm_time(
                 Comm(name, kind, size / count, group))  # type: ignore[arg-type]
         i = self.add((s, self.reduce_stream(group)), t, deps, label, DP)
-        self.collectives[i] = Comm(name, kind, size / count, group)  # type: ignore[arg-type]
+        self.collectives[i] = (Comm(name, kind, size / count, group), ) * count  # type: ignore
         if not has_replica_reduce(kind, group, self.p.dp_replicate):
             return i, i  # no HSDP replica all-reduce follows
         replicas = replica_reduce(self.cfg, Comm(name, kind, size, group))  # type: ignore[arg-type]

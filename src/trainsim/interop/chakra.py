@@ -148,14 +148,30 @@ class Layout:
 # -------------------------------------------------------------------------------- export
 
 class _RecordingPricer(Pricer):
-    """A Pricer that remembers which op each priced segment came from."""
+    """A Pricer that remembers which op each priced segment came from, and the collectives a
+    segment it did not price stands for (``note_ops``: FSDP's gather waits). One export's
+    pricers share their records (:func:`_recording`: DualPipe prices its pairs with a pricer
+    of its own, ``pipeline.pair_pricer``)."""
+
+    seg_op: dict[int, Op]
+    noted: dict[int, tuple[Comm, ...]]
+    _keep: list[Any]
 
     def __init__(self, cfg: RunConfig) -> None:
         super().__init__(cfg)
-        self.seg_op: dict[int, Op] = {}
         self.outside: list[Comm] = []  # comm_time calls not made by price(), in order
         self._pricing = 0
-        self._keep: list[Any] = []
+
+    def note_ops(self, segment: tuple, ops: list[Comm]) -> None:
+        self.noted[id(segment)] = tuple(ops)
+        self._keep.append(segment)
+
+    def ops_of(self, segment: tuple) -> tuple[Comm, ...]:
+        """The collectives of a communication segment, in order (none where it has none)."""
+        op = self.seg_op.get(id(segment))
+        if isinstance(op, Comm):
+            return (op,)
+        return self.noted.get(id(segment), ())
 
     def comm_time(self, op: Comm) -> float:
         if not self._pricing:
@@ -191,6 +207,12 @@ class _Proto:
     peer_stage: int = 0
     tag: int = 0
     exposed_only: bool = False
+    ring: str = ""
+    """A send / receive of a ring over this process group (``_Builder._comm``)."""
+
+
+RING_TAGS = 2**30
+"""Tags of ring exchanges start here (pipeline transfers are tagged by task index, below)."""
 
 
 @dataclass
@@ -208,6 +230,20 @@ def _is_overlapped(op: Op | None, cfg: RunConfig) -> bool:
         and op.in_tp_overlap))
 
 
+def _recording() -> type[_RecordingPricer]:
+    """A class of recording pricers whose instances share one set of records."""
+    return type("_Recording", (_RecordingPricer,), {"seg_op": {}, "noted": {}, "_keep": []})
+
+
+def _split(ops: tuple[Comm, ...], seconds: float, pricer: Pricer) -> list[float]:
+    """``seconds`` shared among ``ops`` as their own times share it (the last takes the rest,
+    so that the parts add up to ``seconds``)."""
+    own = [pricer.comm_time(op) for op in ops]
+    total = sum(own)
+    parts = [seconds * t / total if total > 0 else seconds / len(ops) for t in own[:-1]]
+    return parts + [max(0.0, seconds - sum(parts))]
+
+
 class _Builder:
     def __init__(self, cfg: RunConfig, pricer: _RecordingPricer, tasks: list[Task],
                  per_kernel: bool, timeline: Timeline | None = None,
@@ -219,6 +255,7 @@ class _Builder:
         self.nodes: dict[int, list[_Proto]] = defaultdict(list)
         self.last_on_stream: dict[tuple[int, str], int] = {}
         self.task_last: dict[int, int] = {}
+        self.span: list[tuple[int, int, int]] = []  # per task: (stage, first node, end)
         # per task, the stage of each task on another stage that depends on it (one receive
         # each, so one send each; DualPipe's F & B pass feeds two of its neighbour's passes)
         self.consumers: dict[int, list[int]] = defaultdict(list)
@@ -226,14 +263,12 @@ class _Builder:
             for d in t.deps:
                 if tasks[d].stream[0] != t.stream[0]:
                     self.consumers[d].append(t.stream[0])
-        outside = [op for op in pricer.outside if op.name != "p2p"]
-        dp_tasks = [i for i, t in enumerate(tasks) if t.detail is None and t.stream[1] == "dp"]
-        self.dp_op = dict(zip(dp_tasks, outside)) if len(outside) == len(dp_tasks) else {}
-        # the graph's own record of its data-parallel collectives (``_TaskGraph.collectives``):
-        # each one, though priced once for equal ones (mllama58: Megatron-LLaMA's m x buckets
-        # of reduce-scatters with copy-ins between them on the same stream were all written
-        # as compute)
-        self.dp_op.update(collectives or {})
+        # the graph's own record of the collectives of its data-parallel-stream tasks
+        # (``_TaskGraph.collectives``), each written as a collective node: equal ones priced
+        # once (mllama58), fixed-size buckets, FSDP's unit gathers, InternEvo's broadcasts
+        # (until export59 matched by position to the pricer's calls outside ``price``, and
+        # written as compute where the counts differed)
+        self.records: dict[int, tuple[Comm, ...]] = dict(collectives or {})
         self.p2p = next((op for op in pricer.outside if op.name == "p2p"), None)
 
     def add(self, stage: int, name: str, type_: int, stream: str, dur: float, data: list[int],
@@ -250,30 +285,34 @@ class _Builder:
     def build(self) -> None:
         for i, t in enumerate(self.tasks):
             stage, stream = t.stream
-            deps: list[int] = []
-            for d in t.deps:
-                src = self.tasks[d].stream[0]
-                if src == stage:
-                    deps.append(self.task_last[d])
-                else:  # a step's exchange waits for its peer to reach it: no data; nor
-                    # does a collective wait on its group's other stage (DeepSpeed's tied
-                    # all-reduce: ``OptimizerTasks.tied_first``)
-                    size = self.p2p.bytes if self.p2p is not None and not \
-                        isinstance(t.detail, Exchange) and t.stream[1] != "dp" else 0.0
-                    deps.append(self.add(stage, f"recv {self.tasks[d].label}", COMM_RECV_NODE,
-                                         f"recv.{d}", 0.0, [], peer_stage=src, tag=d,
-                                         comm=Comm("p2p", "send_recv", size, "pp")))
-            if isinstance(t.detail, Exchange):  # its contention after its transfers
-                self.task_last[i] = self._exchange(i, t, deps)
-                continue
-            if self.stretch[i] > 0:  # the SMs that DP/PP collectives beside it held
-                deps = [self.add(stage, f"{t.label} (SM contention)", COMP_NODE, stream,
-                                 self.stretch[i], deps)]
-            if t.detail is None:
-                last = self._sends(i, t, [self._plain(i, t, deps)], [])
-            else:
-                last = self._segments(i, t, deps)
-            self.task_last[i] = last
+            first = len(self.nodes[stage])
+            self.task_last[i] = self._task(i, t)
+            self.span.append((stage, first, len(self.nodes[stage])))
+
+    def _task(self, i: int, t: Task) -> int:
+        """Write task ``i``'s nodes (its receives first); the id of its last."""
+        stage, stream = t.stream
+        deps: list[int] = []
+        for d in t.deps:
+            src = self.tasks[d].stream[0]
+            if src == stage:
+                deps.append(self.task_last[d])
+            else:  # a step's exchange waits for its peer to reach it: no data; nor
+                # does a collective wait on its group's other stage (DeepSpeed's tied
+                # all-reduce: ``OptimizerTasks.tied_first``)
+                size = self.p2p.bytes if self.p2p is not None and not \
+                    isinstance(t.detail, Exchange) and t.stream[1] != "dp" else 0.0
+                deps.append(self.add(stage, f"recv {self.tasks[d].label}", COMM_RECV_NODE,
+                                     f"recv.{d}", 0.0, [], peer_stage=src, tag=d,
+                                     comm=Comm("p2p", "send_recv", size, "pp")))
+        if isinstance(t.detail, Exchange):  # its contention after its transfers
+            return self._exchange(i, t, deps)
+        if self.stretch[i] > 0:  # the SMs that DP/PP collectives beside it held
+            deps = [self.add(stage, f"{t.label} (SM contention)", COMP_NODE, stream,
+                             self.stretch[i], deps)]
+        if t.detail is None:
+            return self._sends(i, t, [self._plain(i, t, deps)], [])
+        return self._segments(i, t, deps)
 
     def _sends(self, i: int, t: Task, head: list[int], send_s: list[float]) -> int:
         """Task ``i``'s sends, one per receive of it (``consumers``), after ``head``: the
@@ -322,10 +361,36 @@ class _Builder:
 
     def _plain(self, i: int, t: Task, deps: list[int]) -> int:
         stage, stream = t.stream
-        op = self.dp_op.get(i)
-        if op is not None:
-            return self.add(stage, t.label, COMM_COLL_NODE, stream, t.duration_s, deps, comm=op)
-        return self.add(stage, t.label, COMP_NODE, stream, t.duration_s, deps)
+        ops = self.records.get(i)
+        if not ops:
+            return self.add(stage, t.label, COMP_NODE, stream, t.duration_s, deps)
+        return self._collectives(stage, t.label, stream, ops, t.duration_s, deps)
+
+    def _comm(self, stage: int, name: str, stream: str, seconds: float, head: list[int],
+              op: Comm) -> int:
+        """A collective node of ``op``; a ring exchange (CP's KV blocks: ``send_recv`` over a
+        group other than the pipeline's) as a send to the next rank of the group and a receive
+        from the one before, tagged alike on every rank (each rank of a stage writes the same
+        template); the last node's id."""
+        if op.kind != "send_recv":
+            return self._collectives(stage, name, stream, (op,), seconds, head,
+                                     seconds < self.pricer.comm_time(op) * (1 - 1e-12))
+        tag = RING_TAGS + len(self.nodes[stage])
+        send = self.add(stage, f"{name}: send", COMM_SEND_NODE, stream, seconds, head,
+                        comm=op, tag=tag, ring=op.group)
+        return self.add(stage, f"{name}: receive", COMM_RECV_NODE, stream, 0.0, [send],
+                        comm=op, tag=tag, ring=op.group)
+
+    def _collectives(self, stage: int, label: str, stream: str, ops: tuple[Comm, ...],
+                     seconds: float, head: list[int], exposed_only: bool = False) -> int:
+        """``ops`` one after another on ``stream``, sharing ``seconds``; the last node's id."""
+        last = -1
+        for k, (op, dur) in enumerate(zip(ops, _split(ops, seconds, self.pricer))):
+            last = self.add(stage, label if len(ops) == 1 else f"{label} [{k + 1}/{len(ops)}]",
+                            COMM_COLL_NODE, stream, dur, head, comm=op,
+                            exposed_only=exposed_only)
+            head = [last]
+        return last
 
     def _segments(self, i: int, t: Task, deps: list[int]) -> int:
         stage, stream = t.stream
@@ -374,8 +439,8 @@ class _Builder:
                 # a branch beside the compute node it hides behind: both start together
                 compute = self.nodes[stage][last]
                 full = self.pricer.comm_time(op)  # type: ignore[arg-type]
-                branch = self.add(stage, f"{t.label}: {name}", COMM_COLL_NODE, cat, full,
-                                  compute.data + compute.ctrl, comm=op)
+                branch = self._comm(stage, f"{t.label}: {name}", cat, full,
+                                    compute.data + compute.ctrl, op)  # type: ignore[arg-type]
                 head = [last, branch]
                 # the compute's slowdown from the SMs the collective held (Pricer.hidden_behind)
                 slowdown = dur - max(0.0, full - segs[k - 1][1])
@@ -393,12 +458,15 @@ class _Builder:
             if name == "p2p send":  # to no other stage: a send to its own
                 last = self.add(stage, f"{t.label}: send", COMM_SEND_NODE, stream, dur, head,
                                 peer_stage=stage, tag=i, comm=self.p2p)
-            else:
-                last = self.add(stage, f"{t.label}: {name}", COMM_COLL_NODE, stream, dur, head,
-                                comm=op if isinstance(op, Comm) else None,
-                                exposed_only=isinstance(op, Comm)
-                                and self.cfg.parallel.moe_overlap_ep_comm
-                                and op.group in ("ep", "etp"))
+            elif isinstance(op, Comm) and op.kind == "send_recv":  # CP's ring exchange
+                last = self._comm(stage, f"{t.label}: {name}", stream, dur, head, op)
+            elif self.pricer.ops_of(seg):  # its collectives (FSDP's gather waits, noted)
+                ops = self.pricer.ops_of(seg)
+                last = self._collectives(stage, f"{t.label}: {name}", stream, ops, dur, head,
+                                         exposed_only=dur < sum(map(self.pricer.comm_time, ops))
+                                         * (1 - 1e-12))
+            else:  # no op recorded: written as compute (interop.chakra_audit finds it)
+                last = self.add(stage, f"{t.label}: {name}", COMM_COLL_NODE, stream, dur, head)
             head = [last]
             k += 1
         flush()
@@ -454,6 +522,10 @@ def _materialize(protos: list[_Proto], rank: int, layout: Layout,
                         attrs["trainsim.exposed_only"] = ("bool", True)
         else:  # send / recv
             peer = rank + (p.peer_stage - stage) * layout.stage_size
+            if p.ring:  # to the next rank of the ring, from the one before
+                ring = layout._ranks(p.ring, rank)
+                at = ring.index(rank) + (1 if type_ == COMM_SEND_NODE else -1)
+                peer = ring[at % len(ring)]
             size = round(p.comm.bytes) if p.comm is not None else 0
             src, dst = (rank, peer) if type_ == COMM_SEND_NODE else (peer, rank)
             attrs.update(comm_src=("int64", src), comm_dst=("int64", dst),
@@ -463,17 +535,24 @@ def _materialize(protos: list[_Proto], rank: int, layout: Layout,
     return out
 
 
+def trace_nodes(cfg: RunConfig, layer_source: LayerSource | None = None,
+                per_kernel: bool = False) -> tuple[_Builder, float]:
+    """(each stage's template nodes, built from the simulated task graph; the iteration time):
+    what :func:`export_chakra` writes per rank (``interop.chakra_audit`` reads it)."""
+    pricer = _recording()(cfg)
+    graph = build_graph(cfg, pricer, layer_source)
+    timeline = run(graph.tasks)
+    iteration = max(timeline.end_s[e] for e in graph.ends)
+    builder = _Builder(cfg, pricer, graph.tasks, per_kernel, timeline, graph.collectives)
+    builder.build()
+    return builder, iteration
+
+
 def export_chakra(cfg: RunConfig, prefix: str | Path, layer_source: LayerSource | None = None,
                   per_kernel: bool = False, ranks: list[int] | None = None) -> ChakraExport:
     """Write ``<prefix>.<rank>.et`` for every rank (or ``ranks``) and ``<prefix>.json``."""
     check_simulation(cfg, what=" (a trace holds the whole iteration)", flag=EXPORT_FLAG)
-    pricer = _RecordingPricer(cfg)
-    graph = build_graph(cfg, pricer, layer_source)
-    tasks, ends = graph.tasks, graph.ends
-    timeline = run(tasks)
-    iteration = max(timeline.end_s[e] for e in ends)
-    builder = _Builder(cfg, pricer, tasks, per_kernel, timeline, graph.collectives)
-    builder.build()
+    builder, iteration = trace_nodes(cfg, layer_source, per_kernel)
     layout = Layout(cfg)
     stage_groups = {s: list(dict.fromkeys(  # each stage's groups in the order first met
         p.comm.group for p in protos

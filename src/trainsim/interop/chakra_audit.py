@@ -1,0 +1,136 @@
+"""Check a Chakra export against the simulated task graph it was written from (export59).
+
+Every task of the simulation is written as a run of nodes of its stage's template
+(``chakra._Builder.span``). Its time splits into the simulation's categories
+(``Task.segments``: compute, optimizer, host launch, and the communication categories
+``tp_comm`` ... ``dp_comm``). The export is true to the simulation where, task by task:
+
+* the compute nodes (less the SM-contention nodes and 0-second joins, time the engine adds
+  beside a task's own) hold the task's non-communication seconds, so no communication is
+  written as compute;
+* each communication segment (a collective, a pipeline send) of the task is a node ASTRA-sim
+  replays as communication: ``COMM_COLL_NODE`` with a collective type and a group of more than
+  one rank, or ``COMM_SEND_NODE`` with its bytes;
+* the collectives' bytes, summed by (collective, group), equal those of the ops the simulation
+  priced (the graph's record of its data-parallel collectives, ``_TaskGraph.collectives``, and
+  each priced segment's op).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from trainsim.config import RunConfig
+from trainsim.ds_lockstep import Exchange
+from trainsim.interop.chakra import Layout, _materialize, _micros, trace_nodes
+from trainsim.interop.chakra_et import (
+    COMM_COLL_NODE,
+    COMM_NAMES,
+    COMM_SEND_NODE,
+    COMM_TYPES,
+    COMP_NODE,
+)
+from trainsim.pricing import CP, DP, EP, PP, TP
+from trainsim.simulator import LayerSource
+
+COMM_CATEGORIES = (TP, CP, EP, PP, DP)
+CATEGORY_OF_GROUP = {"tp": TP, "cp": CP, "ep": EP, "etp": EP, "pp": PP}
+"""The simulation's category of a collective over each process group; any other (the data-
+parallel, sharding, replica and expert-data-parallel groups, the tied embedding's) is DP."""
+
+
+@dataclass
+class Audit:
+    """What an export misses of its simulation (all empty / zero: none)."""
+
+    tasks: int = 0
+    comm_tasks: int = 0
+    """Tasks with a communication segment."""
+    as_compute_s: float = 0.0
+    """Communication seconds written as compute nodes, over every stage's template."""
+    as_compute: list[str] = field(default_factory=list)
+    """Labels of the tasks that have them."""
+    missing: Counter = field(default_factory=Counter)
+    """Communication segments with no communication node, by category."""
+    bytes_written: dict[tuple[str, str], float] = field(default_factory=dict)
+    bytes_simulated: dict[tuple[str, str], float] = field(default_factory=dict)
+    """Bytes by (collective type, group) over every stage's first rank."""
+
+    @property
+    def bytes_off(self) -> dict[tuple[str, str], tuple[float, float]]:
+        keys = set(self.bytes_written) | set(self.bytes_simulated)
+        return {k: (self.bytes_simulated.get(k, 0.0), self.bytes_written.get(k, 0.0))
+                for k in sorted(keys)
+                if abs(self.bytes_written.get(k, 0.0) - self.bytes_simulated.get(k, 0.0))
+                > 0.5 + 1e-9 * self.bytes_simulated.get(k, 0.0)}
+
+    @property
+    def clean(self) -> bool:
+        return not (self.as_compute or self.missing or self.bytes_off)
+
+
+def _category(group: str) -> str:
+    return CATEGORY_OF_GROUP.get(group, DP)
+
+
+def _simulated_comms(task, pricer, record) -> list[tuple[str, object]]:
+    """(category, op or None) of each collective of ``task``: of a data-parallel-stream task
+    the graph's record (or one unknown), of a pass each communication segment's ops (or one
+    unknown; a 0-second one with none is nothing: FSDP's wait where no block is regathered)."""
+    detail = task.detail
+    if isinstance(detail, Exchange):
+        return [(PP, None) for _ in detail.messages]
+    if detail is None:
+        cats = [cat for cat, s in task.segments if cat in COMM_CATEGORIES]
+        if not cats:
+            return []
+        return [(cats[0], op) for op in record] if record else [(cats[0], None)]
+    out: list[tuple[str, object]] = []
+    for seg in detail.segments:
+        if seg[0] in COMM_CATEGORIES:
+            ops = pricer.ops_of(seg)
+            out += [(seg[0], op) for op in ops] if ops else [] if seg[1] == 0 else \
+                [(seg[0], None)]
+    return out
+
+
+def audit_chakra(cfg: RunConfig, layer_source: LayerSource | None = None) -> Audit:
+    """:class:`Audit` of ``export_chakra(cfg)``'s nodes (each stage's first rank)."""
+    builder, _ = trace_nodes(cfg, layer_source)
+    layout = Layout(cfg)
+    written = {s: _materialize(protos, s * layout.stage_size, layout, _micros(protos))
+               for s, protos in builder.nodes.items()}
+    out = Audit(tasks=len(builder.tasks))
+    by_written: dict[tuple[str, str], float] = defaultdict(float)
+    by_simulated: dict[tuple[str, str], float] = defaultdict(float)
+    for i, (task, (stage, first, end)) in enumerate(zip(builder.tasks, builder.span)):
+        comms = _simulated_comms(task, builder.pricer, builder.records.get(i))
+        out.comm_tasks += bool(comms)
+        own_s = sum(s for cat, s in task.segments if cat not in COMM_CATEGORIES)
+        nodes = written[stage][first:end]
+        protos = builder.nodes[stage][first:end]
+        compute_s = sum(p.duration_s for p, n in zip(protos, nodes) if n.type == COMP_NODE
+                        and not p.name.endswith("(SM contention)"))
+        if compute_s > own_s * (1 + 1e-9) + 1e-15:
+            out.as_compute_s += compute_s - own_s
+            out.as_compute.append(task.label)
+        found: Counter = Counter()
+        for p, n in zip(protos, nodes):
+            if n.type == COMM_COLL_NODE:
+                found[_category(p.comm.group)] += 1  # type: ignore[union-attr]
+                key = (COMM_NAMES[n.attr("comm_type")], p.comm.group)  # type: ignore[union-attr]
+                by_written[key] += n.attr("comm_size")
+            elif n.type == COMM_SEND_NODE and n.attr("comm_size") > 0:
+                found[_category(p.comm.group) if p.comm is not None else PP] += 1
+        expected = Counter(cat for cat, _ in comms)
+        for cat, k in expected.items():
+            if k > found[cat] and not (cat == PP and isinstance(task.detail, Exchange)):
+                out.missing[cat] += k - found[cat]
+        for _, op in comms:
+            if op is not None and op.kind in COMM_TYPES and \
+                    layout.group_id(op.group, stage * layout.stage_size)[1] > 1:
+                by_simulated[(op.kind, op.group)] += round(op.bytes)
+    out.bytes_written, out.bytes_simulated = dict(by_written), dict(by_simulated)
+    return out
+
