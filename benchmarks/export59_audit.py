@@ -16,7 +16,6 @@ import argparse
 import sys
 
 import trainsim
-from trainsim.interop.chakra_audit import audit_chakra
 
 SMALL = {"name": "small", "hidden_size": 1024, "num_layers": 4, "num_attention_heads": 16,
          "num_kv_heads": 4, "ffn_hidden_size": 3584, "vocab_size": 32000,
@@ -85,6 +84,8 @@ for _name in ("pp4 vpp2",):  # vpp 2 needs the layers split 4 x 2
 
 
 def audit_rows(only: list[str] | None = None) -> list[tuple[str, object]]:
+    from trainsim.interop.chakra_audit import audit_chakra  # (CONFIGS alone read elsewhere)
+
     out = []
     for name, d in CONFIGS.items():
         if only and name not in only:

@@ -17,6 +17,7 @@ from trainsim.interop.chakra import (
     COMM_SEND_NODE,
     COMM_TYPES,
     COMP_NODE,
+    RING_TAGS,
     ETNode,
     decode_node,
     encode_node,
@@ -25,7 +26,6 @@ from trainsim.interop.chakra import (
     read_et,
     trace_files,
 )
-from trainsim.interop.chakra import RING_TAGS
 
 SMALL_MODEL = {"name": "small", "hidden_size": 1024, "num_layers": 4, "num_attention_heads": 16,
                "num_kv_heads": 4, "ffn_hidden_size": 3584, "vocab_size": 32000,

@@ -56,6 +56,9 @@ class Audit:
     bytes_written: dict[tuple[str, str], float] = field(default_factory=dict)
     bytes_simulated: dict[tuple[str, str], float] = field(default_factory=dict)
     """Bytes by (collective type, group) over every stage's first rank."""
+    all_ranks: dict[str, float] = field(default_factory=dict)
+    """The simulation's collective bytes by type over every rank (what
+    ``chakra_read.comm_bytes`` reads back of a whole export)."""
 
     @property
     def bytes_off(self) -> dict[tuple[str, str], tuple[float, float]]:
@@ -131,6 +134,8 @@ def audit_chakra(cfg: RunConfig, layer_source: LayerSource | None = None) -> Aud
             if op is not None and op.kind in COMM_TYPES and \
                     layout.group_id(op.group, stage * layout.stage_size)[1] > 1:
                 by_simulated[(op.kind, op.group)] += round(op.bytes)
+                out.all_ranks[op.kind] = out.all_ranks.get(op.kind, 0) + \
+                    round(op.bytes) * layout.stage_size
     out.bytes_written, out.bytes_simulated = dict(by_written), dict(by_simulated)
     return out
 

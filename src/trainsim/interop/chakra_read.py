@@ -11,6 +11,8 @@ from pathlib import Path
 from trainsim.engine import Task, run
 from trainsim.errors import TrainsimError
 from trainsim.interop.chakra_et import (
+    COMM_COLL_NODE,
+    COMM_NAMES,
     COMM_RECV_NODE,
     COMM_SEND_NODE,
     COMP_NODE,
@@ -229,3 +231,20 @@ def _peers(n: ETNode, path: Path, src: int | None, dst: int | None) -> tuple[int
 def read_chakra(prefix: str | Path, exact: bool = True) -> float:
     """Simulated iteration time of a Chakra trace set on trainsim's engine."""
     return run(tasks_from_chakra(prefix, exact)).makespan_s
+
+
+def comm_bytes(prefix: str | Path) -> dict[str, int]:
+    """Bytes of every ``<prefix>.<rank>.et``'s communication, summed over the ranks, by
+    collective (``comm_type``'s name in Chakra's schema; ``send`` for point-to-point sends):
+    the sizes as each rank states them (``comm_size``, nccl-tests' convention)."""
+    out: dict[str, int] = {}
+    for path in trace_files(prefix):
+        for n in read_et(path)[1]:
+            if n.type == COMM_COLL_NODE:
+                kind = COMM_NAMES.get(n.attr("comm_type"), f"comm_type {n.attr('comm_type')}")
+            elif n.type == COMM_SEND_NODE:
+                kind = "send"
+            else:
+                continue
+            out[kind] = out.get(kind, 0) + int(n.attr("comm_size", 0))
+    return out
