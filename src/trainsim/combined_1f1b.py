@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from trainsim.chunks import chunks
 from trainsim.config import RunConfig
 from trainsim.ep_pairs import chunk_exposed, own_segments, with_exposed
-from trainsim.pricing import Pricer, interned
+from trainsim.pricing import interned
 from trainsim.sharded_passes import blocking_gathers, unit_gather_passes
 from trainsim.workload.schedule import combined_1f1b
 from trainsim.workload.shard import shard_of
@@ -47,6 +47,7 @@ class LonePasses(NamedTuple):
     first: dict  # first forwards led by their parameter wait (virtual stage -> spec)
     work: dict  # (forward, backward) passes, with their ZeRO-3 / FSDP gathers
     blocks: dict  # virtual stage -> its backward's block gathers (``unit_gather_passes``)
+    block_ops: dict  # virtual stage -> those gathers' collectives (for exports)
 
 
 def lone_pass_specs(graph: Any, last_v: int, first_wait: dict,
@@ -65,27 +66,28 @@ def lone_pass_specs(graph: Any, last_v: int, first_wait: dict,
     hit = memo.get("lone_chunks")
     if hit is None:
         alone_cfg = replace(cfg, parallel=replace(p, moe_overlap_ep_comm=False))
-        pricer = Pricer(alone_cfg)
+        pricer = type(graph.pricer)(alone_cfg)  # of the graph's kind (an export records)
         alone = chunks(alone_cfg, pricer, shard_of(alone_cfg), graph.layer_source)
         work = {v: (ch.fwd, ch.bwd) for v, ch in alone.items()}
         blocks: dict = {}  # the split backward's block gathers (``unit_gather_passes``)
+        block_ops: dict = {}  # and their collectives
         once: dict = {}  # under gather_once: every chunk's first forward, led by its gathers
         if graph.fsdp:  # the same gathers as the paired passes (side streams counted there)
             work, blocks = (blocking_gathers(alone_cfg, pricer, alone, [0.0] * graph.pp), {}) \
                 if p.zero3_gather == "per_parameter" else \
-                unit_gather_passes(alone_cfg, pricer, alone, [0.0] * graph.pp)
+                unit_gather_passes(alone_cfg, pricer, alone, [0.0] * graph.pp, block_ops)
             if graph.gather_once:  # as the paired passes: only the first forward gathers
                 # (none under torch's runtime window: its gathers are tasks, pass_specs)
                 once = {v: fwd for v, (fwd, _) in work.items()} if graph.window is None else {}
                 work = {v: (alone[v].fwd, bwd) for v, (_, bwd) in work.items()}
-        hit = memo["lone_chunks"] = (alone, work, once, blocks)
-    alone, work, once, blocks = hit
+        hit = memo["lone_chunks"] = (alone, work, once, blocks, block_ops)
+    alone, work, once, blocks, block_ops = hit
     firsts = once or {v: wait + work[v][0] for v, wait in first_wait.items()}
     return LonePasses(
         [graph._pass_spec(v % graph.pp, work[v][0], v < last_v, True) for v in alone],
         [graph._pass_spec(v % graph.pp, work[v][1], v > 0) for v in alone], alone,
         {v: graph._pass_spec(v % graph.pp, fwd, v < last_v, True) for v, fwd in firsts.items()},
-        work, blocks)
+        work, blocks, block_ops)
 
 
 def unpaired_bounds(orders: list[list[tuple]]) -> tuple[list[int], list[int]]:

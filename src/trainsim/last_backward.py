@@ -181,8 +181,8 @@ class SplitBackwardTasks:
                         got.append(self.add((s, "dp"), gathers[j],
                                             list(deps) if j < 2 else [ids[-1]],
                                             f"FSDP all-gather {name} c{chunk} part{j}", DP))
-                        ops = self.block_ops.get(v) if gathers is self.block_gathers.get(v) \
-                            else None  # (the combined 1F1B's lone passes keep none)
+                        ops = (self.lone.block_ops if self.lone is not None and gathers is
+                               self.lone.blocks.get(v) else self.block_ops).get(v)
                         if ops is not None:
                             self.collectives[got[-1]] = ops[j]
             ids.append(self.add((s, "compute"), part,
