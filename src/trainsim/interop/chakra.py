@@ -192,6 +192,7 @@ class _Builder:
         # (until export59 matched by position to the pricer's calls outside ``price``, and
         # written as compute where the counts differed)
         self.records: dict[int, tuple[Comm, ...]] = dict(collectives or {})
+        self.sharded = False
         self.p2p = next((op for op in pricer.outside if op.name == "p2p"), None)
 
     def add(self, stage: int, name: str, type_: int, stream: str, dur: float, data: list[int],
@@ -467,6 +468,7 @@ def trace_nodes(cfg: RunConfig, layer_source: LayerSource | None = None,
     timeline = run(graph.tasks)
     iteration = max(timeline.end_s[e] for e in graph.ends)
     builder = _Builder(cfg, pricer, graph.tasks, per_kernel, timeline, graph.collectives)
+    builder.sharded = graph.fsdp  # ZeRO-3 / FSDP: parameters gathered pass by pass
     builder.build()
     return builder, iteration
 

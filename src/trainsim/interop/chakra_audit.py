@@ -33,6 +33,7 @@ from trainsim.interop.chakra_et import (
 )
 from trainsim.pricing import CP, DP, EP, PP, TP
 from trainsim.simulator import LayerSource
+from trainsim.workload.ops import Comm
 
 COMM_CATEGORIES = (TP, CP, EP, PP, DP)
 CATEGORY_OF_GROUP = {"tp": TP, "cp": CP, "ep": EP, "etp": EP, "pp": PP}
@@ -139,3 +140,59 @@ def audit_chakra(cfg: RunConfig, layer_source: LayerSource | None = None) -> Aud
     out.bytes_written, out.bytes_simulated = dict(by_written), dict(by_simulated)
     return out
 
+
+
+SIMAI_DP_GROUPS = {"dp": "", "dp_cp": "", "edp": "_DP_EP"}
+SIMAI_MP_GROUPS = {"tp": "", "etp": "", "ep": "_EP"}
+
+
+def first_stage_collectives(cfg: RunConfig, layer_source: LayerSource | None = None
+                            ) -> tuple[bool, list[tuple[str, Comm, bool]]]:
+    """(whether the run gathers its parameters pass by pass (ZeRO-3 / FSDP); the first stage's
+    collectives in task order, each with its category and whether it blocks: a data-parallel-
+    stream task's, or a pass's segment no shorter than its collective), from the simulation's
+    own records (as :func:`audit_chakra` reads them)."""
+    builder, _ = trace_nodes(cfg, layer_source)
+    comm_time = builder.pricer.comm_time
+    out: list[tuple[str, Comm, bool]] = []
+    for i, task in enumerate(builder.tasks):
+        if task.stream[0] != 0:
+            continue
+        if task.detail is None or isinstance(task.detail, Exchange):
+            out += [(cat, op, True) for cat, op in _simulated_comms(
+                task, builder.pricer, builder.records.get(i)) if isinstance(op, Comm)]
+            continue
+        for seg in task.detail.segments:  # type: ignore[attr-defined]
+            if seg[0] in COMM_CATEGORIES:
+                ops = builder.pricer.ops_of(seg)
+                blocks = seg[1] >= sum(map(comm_time, ops)) * (1 - 1e-12)
+                out += [(seg[0], op, blocks) for op in ops]
+    return builder.sharded, out
+
+
+def audit_simai(cfg: RunConfig, layer_source: LayerSource | None = None
+                ) -> dict[str, tuple[float, float]]:
+    """(simulated, written) bytes of each SimAI communication (``ALLGATHER``, ``ALLREDUCE_EP``,
+    ...; ``dp:``/``mp:`` for the weight-gradient rows' data-parallel groups and the forward /
+    input-gradient rows' model-parallel ones) over one iteration of the first stage's
+    representative rank; the simulation's collectives SimAI has no group for (CP's, the tied
+    embedding's, HSDP's replicas) under their own names."""
+    from trainsim.interop.simai import KINDS, simai_rows
+
+    sim: dict[str, float] = defaultdict(float)
+    for _, op, blocks in first_stage_collectives(cfg, layer_source)[1]:
+        kind, group = op.kind, op.group
+        if group in SIMAI_DP_GROUPS and kind in KINDS:
+            sim["dp:" + KINDS[kind] + SIMAI_DP_GROUPS[group]] += op.bytes
+        elif group in SIMAI_MP_GROUPS and kind in KINDS:
+            # hidden behind compute: SimAI's rows block, so their exposed part is compute
+            sim[("mp:" if blocks else "hidden mp:") + KINDS[kind] + SIMAI_MP_GROUPS[group]] \
+                += op.bytes
+        else:
+            sim[f"{kind} over {group}"] += op.bytes
+    written: dict[str, float] = defaultdict(float)
+    for row in simai_rows(cfg, layer_source):
+        for phase, (_, kind, size) in (("mp", row.fwd), ("mp", row.ig), ("dp", row.wg)):
+            if kind != "NONE":
+                written[f"{phase}:{kind}"] += size
+    return {k: (sim.get(k, 0.0), written.get(k, 0.0)) for k in sorted(set(sim) | set(written))}

@@ -53,12 +53,14 @@ from trainsim.workload.head import (
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Comm, Op
 from trainsim.workload.optimizer_impl import run_optimizer_step
+from trainsim.workload.pipeline_schedules import rank_chunks
 from trainsim.workload.recompute import layer_recompute, recompute_drops_fp8
 from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import (
     bucket_copy_in,
     ddp_bucket_prep,
     dp_bucket_count,
+    fsdp_per_unit,
     grad_buffer_rest,
     reduces_every_microbatch,
 )
@@ -134,11 +136,13 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
     groups = ((dense, "dp_cp", cfg.shard_ranks, ""),
               (experts, "edp", cfg.edp if m.is_moe else 1, "_DP_EP"))
     every = reduces_every_microbatch(cfg, False)  # each micro-batch's rows reduce (below)
+    # ZeRO-3 / FSDP: the graph's own gathers and reductions (``_sharded_rows``)
+    sharded = _sharded_rows(cfg, layer_source) if fsdp_per_unit(cfg, zero) else None
     for params, group, size, suffix in groups:
         if params <= 0:
             continue
         local += params / (size if zero >= 1 else 1)
-        if size <= 1:
+        if size <= 1 or sharded is not None:
             continue
         if zero == 0:
             rows.append(Row(f"grad_allreduce{suffix.lower()}",
@@ -168,6 +172,9 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
     rows.append(Row("optimizer", ig=(step_s, "NONE", 0)))
     # one micro-batch: embedding, the stage's layers, the head when it is on this stage
     mb: list[Row] = _every_backward_rows(cfg, pricer, groups, grad_bytes) if every else []
+    if sharded is not None:
+        rows = sharded[0] + rows
+        mb = sharded[1]
     emb_f, emb_b = embedding_forward(cfg, sh), embedding_backward(cfg, sh)
     mb += _rows("embedding", _pieces(emb_f, pricer), _pieces(emb_b, pricer))
     cache: dict[tuple[bool | str, bool, bool], tuple[list, list]] = {}
@@ -177,7 +184,11 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
     drops = recompute_drops_fp8(cfg)
     c16 = replace(cfg, training=replace(cfg.training, dtype="bf16"))
     sh16 = shard_of(c16) if cfg.bf16_layers or drops else sh
-    for i in cfg.virtual_stage_layers()[0]:
+    ranges = cfg.virtual_stage_layers()
+    chunks = rank_chunks(p.pipeline_schedule, 0, p.pp, p.vpp)
+    # every chunk the rank holds (export59: the first only, a vpp-th of an interleaved rank's
+    # layers; SimAI reads ``vpp`` from the header and replicates nothing by it)
+    for i in (i for v in chunks for i in ranges[v]):
         key = (layer_kind(m, i), i in cfg.recomputed_layers, i in cfg.bf16_layers)
         if key not in cache:
             c, s = (c16, sh16) if key[2] else (cfg, sh)
@@ -189,13 +200,17 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
                 back = layer_recompute(c, s, f, whole=key[1]) + backward_of(f, s)
             cache[key] = (_pieces(f, pricer), _pieces(back, pricer))
         mb += _rows(f"layer{i}", *cache[key])
-    if p.pp == 1:
+    if len(ranges) - 1 in chunks:  # the output layer's chunk (DualPipe's rank 0 holds it too)
         hf = head_forward(cfg, sh)
         mb += _rows("head", _pieces(hf, pricer), _pieces(head_backward(cfg, sh, hf), pricer))
-    check("TRAINSIM_MAX_TASKS", len(rows) + len(mb) * cfg.num_microbatches,
+    # DualPipe feeds m/2 micro-batches from each end: each of a rank's two chunks runs half
+    # of them (``pipeline_schedules.dualpipe``), so the rows of both run m/2 times
+    repeats = cfg.num_microbatches // (2 if len(chunks) == 2 and p.pipeline_schedule ==
+                                       "dualpipe" else 1)
+    check("TRAINSIM_MAX_TASKS", len(rows) + len(mb) * repeats,
           "SimAI workload rows (every micro-batch's, each a task's worth)", EXPORT_FLAG,
-          f"{cfg.num_microbatches:,} micro-batches x {len(mb):,} rows")
-    return rows + mb * cfg.num_microbatches
+          f"{repeats:,} micro-batches x {len(mb):,} rows")
+    return rows + mb * repeats
 
 
 def _every_backward_rows(cfg: RunConfig, pricer: Pricer,
@@ -211,8 +226,7 @@ def _every_backward_rows(cfg: RunConfig, pricer: Pricer,
     p = cfg.parallel
     ranges = cfg.virtual_stage_layers()
     out: list[Row] = []
-    for v in range(0, len(ranges), p.pp):  # the first stage's chunks
-        chunk = v // p.pp
+    for chunk, v in enumerate(rank_chunks(p.pipeline_schedule, 0, p.pp, p.vpp)):
         n = dp_bucket_count(cfg, len(ranges[v]), sum(g[0] for g in groups) / p.vpp, 0, chunk)
         shares = ((1.0, 1.0),) if n == 1 else \
             bucket_ready(cfg, ranges[v], v == 0, v == len(ranges) - 1)[1]
@@ -226,6 +240,35 @@ def _every_backward_rows(cfg: RunConfig, pricer: Pricer,
                                wg=(pricer.compute.time(copy) if copy is not None else 0.0,
                                    "REDUCESCATTER" + suffix, int(part * grad_bytes))))
     return out[::-1]
+
+
+def _sharded_rows(cfg: RunConfig, layer_source: LayerSource | None
+                  ) -> tuple[list[Row], list[Row]]:
+    """(leading rows, rows of each micro-batch) of a run that gathers its parameters and
+    reduce-scatters its gradients unit by unit (ZeRO-3 / FSDP: ``fsdp_per_unit``): the first
+    stage's data-parallel collectives as its simulated task graph issues them
+    (``interop.chakra_audit.first_stage_collectives``: each FSDP unit's all-gathers for the
+    forward and again for the backward, the reduce-scatters after every backward, each as often
+    as the engine runs it; until export59 one gather and one reduction a step, a micro-batch's
+    worth of one pass), a row each, the collective as its weight-gradient one (SimAI's data-
+    parallel group). A collective the graph issues c times is c // m times in each micro-batch's
+    rows (ahead of the embedding: SimAI's backward reaches them after the micro-batch's layers)
+    and c % m times in the leading rows (a gather once a step: torchtitan's pipelined units)."""
+    from trainsim.interop.chakra_audit import first_stage_collectives
+
+    m = cfg.num_microbatches
+    seen: dict[tuple[str, str, float], list] = {}
+    for _, op, _ in first_stage_collectives(cfg, layer_source)[1]:
+        suffix = {"dp": "", "dp_cp": "", "edp": "_DP_EP"}.get(op.group)
+        if suffix is not None and op.kind in KINDS:
+            seen.setdefault((op.kind, op.group, op.bytes), [op.name, suffix, 0])[2] += 1
+    lead: list[Row] = []
+    each: list[Row] = []
+    for (kind, _, size), (name, suffix, count) in seen.items():
+        row = Row(f"{name}{suffix.lower()}", wg=(0.0, KINDS[kind] + suffix, round(size)))
+        each += [row] * (count // m)
+        lead += [row] * (count % m)
+    return lead, each[::-1]
 
 
 def header(cfg: RunConfig) -> str:
