@@ -184,7 +184,7 @@ class SplitBackwardTasks:
                         ops = (self.lone.block_ops if self.lone is not None and gathers is
                                self.lone.blocks.get(v) else self.block_ops).get(v)
                         if ops is not None:
-                            self.collectives[got[-1]] = ops[j]
+                            self.collectives[got[-1]] = tuple((op, 1) for op in ops[j])
             ids.append(self.add((s, "compute"), part,
                                 (list(deps) if k == 0 else [ids[-1]] + (reduced if waits else [])
                                  + (before if self.rs_wait else []))

@@ -137,7 +137,7 @@ class OptimizerTasks:
             seconds = sum(self.pricer.comm_time(op) for op in ops)
             out.append(self.add((s, "dp"), seconds, deps, f"param broadcast {group} {label}: "
                                 f"{len(loads)} owners of {size} ranks, one after another", DP))
-            self.collectives[out[-1]] = ops
+            self.collectives[out[-1]] = tuple((op, 1) for op in ops)
         return out
 
     def amax_all_reduces(self, s: int, step: int) -> list[int]:

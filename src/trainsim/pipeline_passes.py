@@ -301,7 +301,7 @@ class PipelineTasks:
                                    f"FSDP UNSHARD all-gather {group} chunk {c}", DP)
                           for group, seconds in by_group.items() if seconds > 0]
             for i, group in zip(pending[c], [g for g, t in by_group.items() if t > 0]):
-                self.collectives[i] = tuple(ops[group])
+                self.collectives[i] = tuple((op, 1) for op in ops[group])
         waits = pending.pop(chunk, None)
         if waits is not None:
             copies = self._memo[("unshard", chunk * self.pp + s)][1]

@@ -186,10 +186,10 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
         self._shares: dict[tuple[int, int], tuple[tuple[float, float], ...]] = \
             shared.setdefault("shares", {})
         self._comms: dict[tuple, float] = shared.setdefault("comms", {})  # comm()'s seconds
-        # each data-parallel-stream collective task's ops, one after another, for exports
-        # (Chakra): a bucketed collective's ``count`` equal ones, InternEvo's broadcasts, FSDP's
-        # unit all-gathers
-        self.collectives: dict[int, tuple[Comm, ...]] = {}
+        # each data-parallel-stream collective task's ops, one after another, each with how
+        # many times it runs, for exports (Chakra): a bucketed collective's ``count`` equal
+        # ones, InternEvo's broadcasts, FSDP's unit all-gathers
+        self.collectives: dict[int, tuple[tuple[Comm, int], ...]] = {}
         # ... and the unit all-gathers of each block of a split backward (``last_backward``)
         self.block_ops: dict[int, list[tuple[Comm, ...]]] = shared.setdefault("block_ops", {})
         self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids
@@ -251,7 +251,7 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
             t = self._comms[key] = count * self.pricer.comm_time(
                 Comm(name, kind, size / count, group))  # type: ignore[arg-type]
         i = self.add((s, self.reduce_stream(group)), t, deps, label, DP)
-        self.collectives[i] = (Comm(name, kind, size / count, group), ) * count  # type: ignore
+        self.collectives[i] = ((Comm(name, kind, size / count, group), count),)  # type: ignore
         if not has_replica_reduce(kind, group, self.p.dp_replicate):
             return i, i  # no HSDP replica all-reduce follows
         replicas = replica_reduce(self.cfg, Comm(name, kind, size, group))  # type: ignore[arg-type]

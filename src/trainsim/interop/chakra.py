@@ -170,7 +170,7 @@ def _split(ops: tuple[Comm, ...], seconds: float, pricer: Pricer) -> list[float]
 class _Builder:
     def __init__(self, cfg: RunConfig, pricer: _RecordingPricer, tasks: list[Task],
                  per_kernel: bool, timeline: Timeline | None = None,
-                 collectives: dict[int, Comm] | None = None) -> None:
+                 collectives: dict[int, tuple[tuple[Comm, int], ...]] | None = None) -> None:
         self.cfg, self.pricer, self.tasks, self.per_kernel = cfg, pricer, tasks, per_kernel
         # how much each task ran longer than its duration, slowed by side-stream collectives
         self.stretch = [timeline.stretch_s(i) for i in range(len(tasks))] if timeline else \
@@ -191,7 +191,11 @@ class _Builder:
         # once (mllama58), fixed-size buckets, FSDP's unit gathers, InternEvo's broadcasts
         # (until export59 matched by position to the pricer's calls outside ``price``, and
         # written as compute where the counts differed)
-        self.records: dict[int, tuple[Comm, ...]] = dict(collectives or {})
+        self.records: dict[int, tuple[tuple[Comm, int], ...]] = dict(collectives or {})
+        nodes = sum(n for ops in self.records.values() for _, n in ops)
+        check("TRAINSIM_MAX_TASKS", nodes, "Chakra nodes of the data-parallel collectives "
+              "(each a task's worth)", EXPORT_FLAG, f"{nodes:,} collectives (fixed-size buckets "
+              "each one)")
         self.sharded = False
         self.p2p = next((op for op in pricer.outside if op.name == "p2p"), None)
 
@@ -285,9 +289,10 @@ class _Builder:
 
     def _plain(self, i: int, t: Task, deps: list[int]) -> int:
         stage, stream = t.stream
-        ops = self.records.get(i)
-        if not ops:
+        record = self.records.get(i)
+        if not record:
             return self.add(stage, t.label, COMP_NODE, stream, t.duration_s, deps)
+        ops = tuple(op for op, n in record for _ in range(n))
         return self._collectives(stage, t.label, stream, ops, t.duration_s, deps)
 
     def _comm(self, stage: int, name: str, stream: str, seconds: float, head: list[int],

@@ -89,7 +89,8 @@ def _simulated_comms(task, pricer, record) -> list[tuple[str, object]]:
         cats = [cat for cat, s in task.segments if cat in COMM_CATEGORIES]
         if not cats:
             return []
-        return [(cats[0], op) for op in record] if record else [(cats[0], None)]
+        return [(cats[0], op) for op, n in record for _ in range(n)] if record else \
+            [(cats[0], None)]
     out: list[tuple[str, object]] = []
     for seg in detail.segments:
         if seg[0] in COMM_CATEGORIES:
@@ -147,26 +148,26 @@ SIMAI_MP_GROUPS = {"tp": "", "etp": "", "ep": "_EP"}
 
 
 def first_stage_collectives(cfg: RunConfig, layer_source: LayerSource | None = None
-                            ) -> tuple[bool, list[tuple[str, Comm, bool]]]:
+                            ) -> tuple[bool, list[tuple[str, Comm, bool, int]]]:
     """(whether the run gathers its parameters pass by pass (ZeRO-3 / FSDP); the first stage's
-    collectives in task order, each with its category and whether it blocks: a data-parallel-
-    stream task's, or a pass's segment no shorter than its collective), from the simulation's
-    own records (as :func:`audit_chakra` reads them)."""
+    collectives in task order, each with its category, whether it blocks (a data-parallel-
+    stream task's, or a pass's segment no shorter than its collective) and how many times it
+    runs there), from the simulation's own records (as :func:`audit_chakra` reads them)."""
     builder, _ = trace_nodes(cfg, layer_source)
     comm_time = builder.pricer.comm_time
-    out: list[tuple[str, Comm, bool]] = []
+    out: list[tuple[str, Comm, bool, int]] = []
     for i, task in enumerate(builder.tasks):
-        if task.stream[0] != 0:
+        if task.stream[0] != 0 or isinstance(task.detail, Exchange):
             continue
-        if task.detail is None or isinstance(task.detail, Exchange):
-            out += [(cat, op, True) for cat, op in _simulated_comms(
-                task, builder.pricer, builder.records.get(i)) if isinstance(op, Comm)]
+        if task.detail is None:
+            cat = next((c for c, _ in task.segments if c in COMM_CATEGORIES), DP)
+            out += [(cat, op, True, n) for op, n in builder.records.get(i, ())]
             continue
         for seg in task.detail.segments:  # type: ignore[attr-defined]
             if seg[0] in COMM_CATEGORIES:
                 ops = builder.pricer.ops_of(seg)
                 blocks = seg[1] >= sum(map(comm_time, ops)) * (1 - 1e-12)
-                out += [(seg[0], op, blocks) for op in ops]
+                out += [(seg[0], op, blocks, 1) for op in ops]
     return builder.sharded, out
 
 
@@ -180,16 +181,16 @@ def audit_simai(cfg: RunConfig, layer_source: LayerSource | None = None
     from trainsim.interop.simai import KINDS, simai_rows
 
     sim: dict[str, float] = defaultdict(float)
-    for _, op, blocks in first_stage_collectives(cfg, layer_source)[1]:
+    for _, op, blocks, n in first_stage_collectives(cfg, layer_source)[1]:
         kind, group = op.kind, op.group
         if group in SIMAI_DP_GROUPS and kind in KINDS:
-            sim["dp:" + KINDS[kind] + SIMAI_DP_GROUPS[group]] += op.bytes
+            sim["dp:" + KINDS[kind] + SIMAI_DP_GROUPS[group]] += op.bytes * n
         elif group in SIMAI_MP_GROUPS and kind in KINDS:
             # hidden behind compute: SimAI's rows block, so their exposed part is compute
             sim[("mp:" if blocks else "hidden mp:") + KINDS[kind] + SIMAI_MP_GROUPS[group]] \
-                += op.bytes
+                += op.bytes * n
         else:
-            sim[f"{kind} over {group}"] += op.bytes
+            sim[f"{kind} over {group}"] += op.bytes * n
     written: dict[str, float] = defaultdict(float)
     for row in simai_rows(cfg, layer_source):
         for phase, (_, kind, size) in (("mp", row.fwd), ("mp", row.ig), ("dp", row.wg)):

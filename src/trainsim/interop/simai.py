@@ -258,10 +258,13 @@ def _sharded_rows(cfg: RunConfig, layer_source: LayerSource | None
 
     m = cfg.num_microbatches
     seen: dict[tuple[str, str, float], list] = {}
-    for _, op, _ in first_stage_collectives(cfg, layer_source)[1]:
+    for _, op, _, n in first_stage_collectives(cfg, layer_source)[1]:
         suffix = {"dp": "", "dp_cp": "", "edp": "_DP_EP"}.get(op.group)
         if suffix is not None and op.kind in KINDS:
-            seen.setdefault((op.kind, op.group, op.bytes), [op.name, suffix, 0])[2] += 1
+            seen.setdefault((op.kind, op.group, op.bytes), [op.name, suffix, 0])[2] += n
+    total = sum(count for _, _, count in seen.values())
+    check("TRAINSIM_MAX_TASKS", total, "SimAI rows of the data-parallel collectives (each a "
+          "task's worth)", EXPORT_FLAG, f"{total:,} collectives (fixed-size buckets each one)")
     lead: list[Row] = []
     each: list[Row] = []
     for (kind, _, size), (name, suffix, count) in seen.items():
