@@ -62,7 +62,8 @@ def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     note = getattr(pricer, "note_ops", lambda segment, ops: None)
     out: dict[int, tuple[Priced, Priced]] = {}
     gathers: dict[int, list[float]] = {}
-    walks: dict[int, tuple[list[float], list[float], list[float]]] = {}  # backward walks
+    walks: dict[int, tuple[list[float], list[float], list[float], list]] = {}  # backward walks
+    # (and each regathered block's collectives)
     fsdp2 = fsdp2_copies.applies(cfg)
     copy_in_on_compute = rs_wait = profile_supports(cfg, "fsdp2_reduce_scatter_wait")
     pp, vpp = cfg.parallel.pp, cfg.parallel.vpp
