@@ -169,6 +169,17 @@ def gpu_arch(gpu: Any) -> str | None:
     return None if arch is None else f"sm{arch}"
 
 
+def _looped_bfs(text: Any) -> bool:
+    """Whether a raw ``parallel.pipeline_schedule`` names the looped BFS schedule (an unknown
+    name is left for ``ParallelConfig`` to refuse)."""
+    from trainsim.config.schedule_names import schedule_name
+
+    try:
+        return schedule_name(str(text)) == "looped_bfs"
+    except ConfigError:
+        return False
+
+
 def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                     gpu: Any = None) -> None:
     """Fill missing fields of the raw ``parallel`` and ``training`` sections in place from
@@ -232,6 +243,11 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     if _number(vpp) > 1 and profile.supports("interleaved_pipeline") is False:
         raise ConfigError(f"parallel.vpp={vpp} but {where} has no interleaved pipeline "
                           f"(source: {profile.source})")
+    sched = parallel.get("pipeline_schedule")
+    if _given(sched) and _looped_bfs(sched) and profile.supports("looped_bfs_schedule") is not True:
+        raise ConfigError(f"parallel.pipeline_schedule={sched} but {where} does not run "
+                          "torch.distributed.pipelining's ScheduleLoopedBFS (profile feature "
+                          "looped_bfs_schedule; torchtitan's profile has it)")
     group = profile.features.get("microbatch_group_size")
     if _given(parallel.get("microbatch_group_size_per_vp_stage")) and group == "none":
         raise ConfigError(f"parallel.microbatch_group_size_per_vp_stage is not in {where} "

@@ -62,6 +62,9 @@ def _ub_rs_overlap(v: Any) -> str | None:
 FEATURES: dict[str, Callable[[Any], str | None]] = {
     "sequence_parallel": _nullable(_bool),
     "interleaved_pipeline": _nullable(_bool),
+    # torch.distributed.pipelining's ScheduleLoopedBFS reachable by name (parallel.
+    # pipeline_schedule=looped_bfs; catalog.defaults refuses it unless the profile says true)
+    "looped_bfs_schedule": _nullable(_bool),
     "pipeline_parallel": _nullable(_bool),  # pp > 1 at all (catalog.defaults refuses it)
     # tp > 1 and cp > 1 at all, as pipeline_parallel (catalog.defaults refuses them)
     "tensor_parallel": _nullable(_bool),
@@ -473,7 +476,7 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
 }
 
 #: keys an entry may leave out even when it is the first one.
-OPTIONAL_KEYS = {"apex_distributed_adam", "embedding_wgrad_deferral", "remat_dce", "onehot_embedding", "vocab_divisible_by", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
+OPTIONAL_KEYS = {"apex_distributed_adam", "looped_bfs_schedule", "embedding_wgrad_deferral", "remat_dce", "onehot_embedding", "vocab_divisible_by", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
     "zero_stages", "overlap_param_gather", "overlap_grad_reduce_setting",
     "zero_stage_releases", "pipeline_parallel", "tensor_parallel", "context_parallel",
     "pipeline_partition_method", "expandable_segments", "fp8_param_gather",

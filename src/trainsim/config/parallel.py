@@ -10,6 +10,7 @@ from trainsim.config._build import check_fields, fields_state, require_positive,
 from trainsim.config.cached import cached
 from trainsim.config.layout import LAYOUT_RULES, first_last, is_first_last, parse_layout
 from trainsim.config.schedule_names import (
+    ANY_CHUNKS,
     V_SCHEDULES,
     schedule_name,
 )
@@ -271,8 +272,8 @@ class ParallelConfig:
     pipeline_schedule: str | None = None
     """Order of the pipeline passes (``workload.pipeline_schedules``): gpipe, 1f1b,
     interleaved_1f1b, zb_h1 (= zb_1p), zb_h2, zb_2p, zb_v, interleaved_zb, dualpipe,
-    dualpipe_v, or torchtitan's names (GPipe, 1F1B, Interleaved1F1B, ZBVZeroBubble,
-    InterleavedZeroBubble, DualPipeV). None: 1F1B, interleaved when vpp > 1 (Megatron)."""
+    dualpipe_v, looped_bfs, or torchtitan's names (GPipe, 1F1B, Interleaved1F1B, ZBVZeroBubble,
+    InterleavedZeroBubble, DualPipeV, LoopedBFS). None: 1F1B, interleaved when vpp > 1."""
     optimizer_post_validation: bool = False
     """Validate the optimizer step after the fact instead of synchronizing every pipeline
     stage before it (Qi et al. 2024 §4, the zero-bubble code's --enable-optimizer-post-
@@ -470,10 +471,10 @@ class ParallelConfig:
         if interleaved and self.vpp == 1:
             raise ConfigError(f"pipeline_schedule={name} needs "
                               "virtual_pipeline_model_parallel_size > 1")
-        if name not in V_SCHEDULES and not interleaved and self.vpp > 1:
+        if name not in V_SCHEDULES + ANY_CHUNKS and not interleaved and self.vpp > 1:
             raise ConfigError(f"pipeline_schedule={name} runs one model chunk per rank; "
                               f"virtual_pipeline_model_parallel_size={self.vpp} needs "
-                              "interleaved_1f1b, interleaved_zb, zb_v or dualpipe_v")
+                              "interleaved_1f1b, interleaved_zb, zb_v, dualpipe_v or looped_bfs")
         if self.microbatch_group_size_per_vp_stage is not None and self.vpp > 1 and \
                 name != "interleaved_1f1b":
             raise ConfigError(f"parallel.microbatch_group_size_per_vp_stage groups Megatron's "

@@ -20,7 +20,7 @@ from trainsim.config.layout import (
     parse_layout,
 )
 from trainsim.config.model import ModelConfig
-from trainsim.config.parallel import ParallelConfig
+from trainsim.config.parallel import ANY_CHUNKS, V_SCHEDULES, ParallelConfig
 from trainsim.config.training import (
     AMD_ONLY_ATTENTION,
     NVIDIA_ONLY_ATTENTION,
@@ -301,7 +301,7 @@ class RunConfig:
                     "lower the micro-batch size")
         if p.vpp > 1 and p.pipeline_schedule in (None, "interleaved_1f1b"):
             self._check_microbatch_group(m_)
-        elif p.vpp > 1 and p.pipeline_schedule not in ("zb_v", "dualpipe_v") and m_ % p.pp:
+        elif p.vpp > 1 and p.pipeline_schedule not in V_SCHEDULES + ANY_CHUNKS and m_ % p.pp:
             raise ConfigError(
                 f"interleaved 1F1B needs the number of micro-batches ({self.num_microbatches}) to be "
                 f"a multiple of pipeline_model_parallel_size={p.pp}")

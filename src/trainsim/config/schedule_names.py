@@ -11,7 +11,7 @@ from trainsim.config._build import suggest
 from trainsim.errors import ConfigError
 
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved_1f1b", "zb_h1", "zb_h2", "zb_2p", "zb_v",
-                      "interleaved_zb", "dualpipe", "dualpipe_v")
+                      "interleaved_zb", "dualpipe", "dualpipe_v", "looped_bfs")
 SCHEDULE_NAMES = {
     **{name.replace("_", ""): name for name in PIPELINE_SCHEDULES},
     "zb1p": "zb_h1",  # Qi et al. Table 5: the search at a pM_B limit finds ZB-H1's schedule
@@ -19,11 +19,14 @@ SCHEDULE_NAMES = {
     "schedulegpipe": "gpipe", "schedule1f1b": "1f1b", "scheduleinterleaved1f1b": "interleaved_1f1b",
     "zbvzerobubble": "zb_v", "schedulezbvzerobubble": "zb_v",
     "interleavedzerobubble": "interleaved_zb", "scheduleinterleavedzerobubble": "interleaved_zb",
-    "scheduledualpipev": "dualpipe_v",
+    "scheduledualpipev": "dualpipe_v", "scheduleloopedbfs": "looped_bfs",
 }
 """Accepted spellings (case, '-' and '_' ignored) -> the schedule's name in trainsim."""
 V_SCHEDULES = ("zb_v", "dualpipe_v")
 """Schedules that place 2 model chunks per rank as a V (rank r: virtual stages r, 2pp-1-r)."""
+ANY_CHUNKS = ("looped_bfs",)
+"""Schedules that run any number of model chunks per rank, one included (torch's
+``ScheduleLoopedBFS`` takes the stages it is given: rank r holds stages r, r + pp, ...)."""
 
 
 def schedule_name(text: str) -> str:
@@ -40,5 +43,5 @@ def schedule_name(text: str) -> str:
         raise ConfigError(f"parallel.pipeline_schedule={text!r} is unknown"
                           f"{near}; known: "
                           f"{', '.join(PIPELINE_SCHEDULES)} (and torchtitan's GPipe, 1F1B, "
-                          "Interleaved1F1B, ZBVZeroBubble, InterleavedZeroBubble, DualPipeV)")
+                          "Interleaved1F1B, ZBVZeroBubble, InterleavedZeroBubble, DualPipeV, LoopedBFS)")
     return SCHEDULE_NAMES[key]

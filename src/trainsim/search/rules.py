@@ -91,9 +91,9 @@ def unsharded_zero(data_parallel_impl: object) -> int:
 def schedules_fit(names: tuple[str, ...], pp: int, vpp: int, n_micro: int) -> tuple[str, ...]:
     """The pipeline schedules of ``names`` ("" = Megatron's 1F1B, interleaved when vpp > 1)
     that run ``vpp`` chunks per rank on ``pp`` stages with ``n_micro`` micro-batches: the V
-    schedules two chunks, interleaved zero-bubble more than one, the others one (``config.
-    parallel`` ``ParallelConfig._check_schedule``); DualPipe one chunk, an even pp and an even
-    number of micro-batches, at least 2 pp (deepseek-ai/DualPipe dualpipe.py ``step``:
+    schedules two chunks, interleaved zero-bubble more than one, looped BFS any, the others one
+    (``config.parallel`` ``ParallelConfig._check_schedule``); DualPipe one chunk, an even pp
+    and an even number of micro-batches, at least 2 pp (deepseek-ai/DualPipe dualpipe.py ``step``:
     ``num_chunks >= num_ranks * 2``, ``num_chunks % 2 == 0``)."""
     out = []
     for name in names:
@@ -101,7 +101,7 @@ def schedules_fit(names: tuple[str, ...], pp: int, vpp: int, n_micro: int) -> tu
             continue
         if name == "dualpipe" and (vpp > 1 or pp % 2 or n_micro < 2 * pp or n_micro % 2):
             continue
-        if name not in ("", "zb_v", "dualpipe_v", "interleaved_zb") and vpp > 1:
+        if name not in ("", "zb_v", "dualpipe_v", "interleaved_zb", "looped_bfs") and vpp > 1:
             continue
         if name == "interleaved_zb" and vpp == 1:
             continue

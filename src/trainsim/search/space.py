@@ -170,6 +170,13 @@ class SearchSpace:
             listed = ",".join(s for s in self.schedules or () if s in DUALPIPE_SCHEDULES)
             raise ConfigError(f"--schedules {listed} with model.hybrid_layer_pattern: "
                               f"{dualpipe_reason()}")
+        if "looped_bfs" in (self.schedules or ()) and base.framework:
+            from trainsim.catalog.frameworks import framework_profile
+
+            if framework_profile(*base.framework).supports("looped_bfs_schedule") is not True:
+                raise ConfigError(f"--schedules looped_bfs: {' '.join(filter(None, base.framework))}"
+                                  " does not run torch.distributed.pipelining's ScheduleLoopedBFS "
+                                  "(profile feature looped_bfs_schedule; torchtitan's has it)")
         free = dict(self.pinned)
         # a hybrid model has no combined 1F1B (config.hybrid.check_hybrid_run): its expert
         # exchange overlap is pinned off (hsearch51), as a framework's lacked switches are

@@ -71,6 +71,9 @@ def named_peak(name: str, stage: int, pp: int, vpp: int, m: int,
 
     if name == "gpipe":
         return max(0.0, float(m) * (1.0 if weight is None else weight[0]))
+    if name == "looped_bfs":  # every forward of every chunk first: no period, a closed form
+        from trainsim.workload.pipeline_schedules_bfs import looped_bfs_peak
+        return looped_bfs_peak(m, weight, vpp)
     if name == "zb_2p":
         return peak_in_flight(list(equal_zb_2p_peak_orders(pp, m)[stage]), weight)
     if name not in PERIODIC:

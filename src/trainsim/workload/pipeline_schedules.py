@@ -25,6 +25,8 @@ exists the order is its order, cited at each function:
   rank's index (torch ``ScheduleInterleavedZeroBubble`` delays W the same way).
 - ``dualpipe`` / ``dualpipe_v``: the eight steps of deepseek-ai/DualPipe ``dualpipe.py`` and
   ``dualpipev.py`` (the figures of the DeepSeek-V3 report §3.2.1 and of that repository).
+- ``looped_bfs``: torch's ``ScheduleLoopedBFS`` (breadth-first, Lamy-Poirier 2022), every
+  forward of each chunk in turn, then the backwards in reverse (``pipeline_schedules_bfs``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import functools
 from collections import deque
 from fractions import Fraction
 
+from trainsim.workload.pipeline_schedules_bfs import looped_bfs
 from trainsim.workload.schedule import (
     W_MEMORY_FRACTION,
     Overlapped,
@@ -311,6 +314,7 @@ _ONE_RANK = {
     "interleaved_zb": lambda s, pp, vpp, m: interleaved_zb(s, pp, vpp, m),
     "dualpipe": lambda s, pp, vpp, m: dualpipe(s, pp, m),
     "dualpipe_v": lambda s, pp, vpp, m: dualpipe_v(s, pp, m),
+    "looped_bfs": looped_bfs,
 }
 """Schedules whose rank orders are built one rank at a time."""
 

@@ -1,0 +1,70 @@
+"""Breadth-first ("looped BFS") pipeline schedule: torch.distributed.pipelining's
+``ScheduleLoopedBFS`` (Lamy-Poirier 2022, "Breadth-First Pipeline Parallelism",
+arXiv:2211.05953), which torchtitan runs as ``--parallelism.pipeline_parallel_schedule LoopedBFS``.
+
+The model is cut into ``pp x vpp`` stages placed as a loop: rank r holds stages r, r + pp,
+r + 2 pp, ... (``_calculate_single_rank_operations``'s ``stage_indices = range(rank, pp *
+n_local_stages, pp)``), Megatron's interleaved placement (``pipeline_schedules.virtual_stage``:
+chunk c of rank r is stage ``c pp + r``). Where micro-batches are ready for several local stages
+it runs the earliest stage first, all of its micro-batches at once (the class docstring): every
+forward of chunk 0 in micro-batch order, then every forward of chunk 1, and so on; then the
+backwards chunk by chunk from the last, each chunk's micro-batches from the last to the first.
+
+Read in torch v2.13.0 ``torch/distributed/pipelining/schedules.py`` lines 2706-2732
+(``ScheduleLoopedBFS._calculate_single_rank_operations``: forwards ``for stage_index in
+stage_indices`` x ``range(n_microbatches)``; backwards ``for stage_index in
+reversed(stage_indices)`` x ``reversed(range(n_microbatches))``, FULL_BACKWARD). The same order
+since pytorch/pytorch#127796 (2024-06-03, "[pipelining] fix LoopedBFS": the backward pops
+micro-batches "starting at num_microbatches - 1"), before torch 2.4.0 shipped the schedule; the
+``None`` padding in that function only aligns the ranks' lists and the runtime skips it.
+
+What the order implies, each checked in tests/test_looped_bfs.py:
+
+- Memory: no backward runs before every forward of every chunk, so a rank holds all ``m``
+  micro-batches' activations of all its chunks at the turn (:func:`looped_bfs_peak`).
+- Data-parallel overlap: torch's runtime inserts a REDUCE_GRAD action right after a stage's
+  ``n_microbatches``-th backward (schedules.py ``_add_reduce_grad``, v2.13.0 L1251-L1282; the
+  runtime's ``backward_counter``, L2561-L2562, counts backwards, not micro-batch indices), which
+  runs the stage's gradient reduction (``stage.py`` ``perform_reduce_grad``: FSDP's
+  post_backward reduce-scatter and reshard). In this order a chunk's last backward is
+  micro-batch 0's, and the higher chunks finish theirs while the lower ones still compute: the
+  reduction of chunk c hides behind the backwards of chunks c - 1, ..., 0 (the paper's point:
+  breadth-first lets data parallelism overlap the pipeline's backward).
+"""
+
+from __future__ import annotations
+
+from trainsim.workload.schedule import Pass
+
+
+def looped_bfs(stage: int, pp: int, vpp: int, m: int) -> list[Pass]:
+    """One rank's order (module docstring): ``F`` of every micro-batch on chunk 0, 1, ...,
+    ``vpp - 1``, then ``B`` on chunk ``vpp - 1``, ..., 0, each chunk's micro-batches from
+    ``m - 1`` down to 0. The same on every rank (only the stages differ)."""
+    fwd = [Pass("F", mb, c) for c in range(vpp) for mb in range(m)]
+    return fwd + [Pass("B", mb, c) for c in reversed(range(vpp)) for mb in reversed(range(m))]
+
+
+def last_backward_microbatch(name: str | None, m: int) -> int:
+    """The micro-batch whose backward is a chunk's last in ``name``'s order (the one after
+    which torch's runtime reduces the stage's gradients): micro-batch 0 in the looped BFS
+    order, ``m - 1`` in the schedules that run backwards in micro-batch order."""
+    return 0 if name == "looped_bfs" else m - 1
+
+
+def looped_bfs_peak(m: int, weight: dict[int, float] | None, vpp: int) -> float:
+    """The in-flight peak of the looped BFS order, in O(vpp) steps whatever ``m``: the largest
+    running sum of its walk (``workload.schedule.peak_in_flight``). Within a run of one chunk's
+    ``m`` passes the sum moves by the same weight each pass, so it peaks at a run's end (or its
+    start): the largest of the sums after each chunk's forwards and after each chunk's
+    backwards, and 0. With weights of at least 0 that is all of them: ``m`` times the sum of
+    the rank's chunk weights."""
+    w = [1.0 if weight is None else weight[c] for c in range(vpp)]
+    live = peak = 0.0
+    for c in range(vpp):
+        live += m * w[c]
+        peak = max(peak, live)
+    for c in reversed(range(vpp)):
+        live -= m * w[c]
+        peak = max(peak, live)
+    return peak

@@ -1,0 +1,179 @@
+"""torch's ScheduleLoopedBFS (breadth-first pipeline, issue 20): its order on every stage
+against the one read from torch's source, the memory it holds, the data-parallel overlap it
+allows, and which frameworks run it."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+import trainsim
+from tests.test_pipeline_schedules import engine_run, fmt
+from trainsim.config.parallel import schedule_name
+from trainsim.errors import ConfigError
+from trainsim.workload.pipeline_schedules import orders, rank_of, virtual_stage
+from trainsim.workload.pipeline_schedules_bfs import looped_bfs_peak
+from trainsim.workload.schedule import peak_in_flight, schedule, schedule_peak_in_flight
+
+EXAMPLE = "examples/llama3-8b-h100.yaml"
+
+# torch v2.13.0 torch/distributed/pipelining/schedules.py L2706-L2732,
+# ScheduleLoopedBFS._calculate_single_rank_operations for pp 2, 2 stages a rank, 3 micro-batches,
+# its None padding dropped: rank 0 runs stages 0 and 2, rank 1 stages 1 and 3 (upper case: the
+# rank's first stage, lower case its second; F forward, B FULL_BACKWARD, the micro-batch after)
+TORCH_PP2_VPP2_M3 = "F0 F1 F2 f0 f1 f2 b2 b1 b0 B2 B1 B0"
+
+
+def _cfg(*extra: str, schedule: str = "LoopedBFS"):
+    sets = ["parallel.tp=1", "parallel.pp=2", "training.global_batch_size=16",
+            "training.micro_batch_size=1", "cluster.num_gpus=4", "model.num_layers=8",
+            "parallel.vpp=2", f"parallel.pipeline_schedule={schedule}"]
+    return trainsim.load_run_config(EXAMPLE, sets + list(extra))
+
+
+def test_order_matches_torch_source_on_every_stage():
+    """Every rank runs all forwards of its first stage, then of its second, then the
+    backwards from its last stage down, each stage's micro-batches last to first; rank r
+    holds stages r and r + pp."""
+    plan = orders("looped_bfs", 2, 2, 3)
+    assert [fmt(o) for o in plan] == [TORCH_PP2_VPP2_M3] * 2
+    assert [[virtual_stage("looped_bfs", r, c, 2) for c in (0, 1)] for r in (0, 1)] == \
+        [[0, 2], [1, 3]]
+    assert [rank_of("looped_bfs", v, 0, 2) for v in range(4)] == [0, 1, 0, 1]
+
+
+@pytest.mark.parametrize("pp,vpp,m", [(1, 1, 3), (2, 1, 4), (2, 2, 3), (3, 2, 5), (4, 3, 2),
+                                      (4, 2, 8)])
+def test_order_is_torchs_own_where_torch_is_installed(pp, vpp, m):
+    """The installed torch's own ``_calculate_single_rank_operations`` gives the same (stage,
+    pass, micro-batch) sequence on every rank."""
+    sched = pytest.importorskip("torch.distributed.pipelining.schedules")
+    for rank, ours in enumerate(orders("looped_bfs", pp, vpp, m)):
+        state = SimpleNamespace(_stages=[None] * vpp, pp_group_size=pp, _n_microbatches=m)
+        theirs = [a for a in sched.ScheduleLoopedBFS._calculate_single_rank_operations(
+            state, rank) if a is not None]
+        kinds = {sched._ComputationType.FORWARD: "F", sched._ComputationType.FULL_BACKWARD: "B"}
+        assert [(a.stage_index, kinds[a.computation_type], a.microbatch_index)
+                for a in theirs] == \
+            [(virtual_stage("looped_bfs", rank, p.chunk, pp), p.kind, p.microbatch) for p in ours]
+
+
+def test_torch_reduces_a_stage_after_its_backward_of_microbatch_0():
+    """torch's runtime places a stage's REDUCE_GRAD after its m-th backward (counted), which in
+    this order is micro-batch 0's: the last backward the engine releases the reduction at."""
+    sched = pytest.importorskip("torch.distributed.pipelining.schedules")
+    state = SimpleNamespace(_stages=[None] * 2, pp_group_size=2, _n_microbatches=3)
+    ops = sched._add_reduce_grad(
+        sched.ScheduleLoopedBFS._calculate_single_rank_operations(state, 1), 3)
+    at = [i for i, a in enumerate(ops) if a.computation_type == sched._ComputationType.REDUCE_GRAD]
+    assert [(ops[i].stage_index, ops[i - 1].stage_index, ops[i - 1].microbatch_index)
+            for i in at] == [(3, 3, 0), (1, 1, 0)]
+
+
+@pytest.mark.parametrize("text", ["LoopedBFS", "ScheduleLoopedBFS", "looped-bfs", "LOOPED_BFS"])
+def test_torchtitan_spellings_name_it(text):
+    """torch's get_schedule_class name and class name, in any case, name the schedule."""
+    assert schedule_name(text) == "looped_bfs"
+
+
+def test_any_number_of_chunks_and_microbatches():
+    """torch takes the stages it is given: one per rank, or three, and micro-batches that
+    the pipeline size does not divide (no interleaved 1F1B check)."""
+    assert _cfg("parallel.vpp=1").parallel.vpp == 1
+    assert _cfg("parallel.vpp=4").parallel.vpp == 4
+    assert _cfg("training.global_batch_size=6").num_microbatches == 3
+    with pytest.raises(ConfigError, match="multiple of pipeline_model_parallel_size"):
+        _cfg("training.global_batch_size=6", schedule="interleaved_1f1b")
+
+
+def test_bubble_is_pp_minus_1_chunk_passes_with_enough_microbatches():
+    """Equal passes, free sends, m >= pp: every rank streams its m vpp forwards and backwards
+    without a gap once the first arrives, so the makespan is (m vpp + pp - 1)(t_f + t_b)."""
+    for pp, vpp, m in [(2, 2, 3), (4, 2, 4), (4, 3, 6), (3, 1, 5)]:
+        makespan, started = engine_run("looped_bfs", pp, m, t_f=1.0, t_i=1.5, t_w=0.5, vpp=vpp)
+        assert makespan == pytest.approx((m * vpp + pp - 1) * 3.0)
+        assert started == [fmt(o) for o in orders("looped_bfs", pp, vpp, m)]
+    slow, _ = engine_run("looped_bfs", 4, 2, vpp=2)  # m < pp: the loop back waits
+    assert slow > (2 * 2 + 3) * 3.0
+
+
+def test_holds_every_microbatch_of_every_chunk():
+    """No backward runs before the last forward: the peak is m times the rank's chunk weights,
+    in O(vpp) steps, the walk's value (negative weights too)."""
+    for m, w in [(5, {0: 1.0, 1: 2.5}), (7, {0: 3.0, 1: -1.0, 2: 0.5}), (3, {0: -2.0, 1: 4.0})]:
+        vpp = len(w)
+        walk = peak_in_flight(schedule(0, 4, vpp, m, "looped_bfs"), w)
+        assert looped_bfs_peak(m, w, vpp) == pytest.approx(walk)
+        assert schedule_peak_in_flight(1, 4, vpp, m, "looped_bfs", weight=w) == \
+            pytest.approx(walk)
+    assert schedule_peak_in_flight(0, 4, 3, 9, "looped_bfs") == 27.0
+    assert looped_bfs_peak(9, {0: 1.0, 1: 2.0}, 2) == 27.0
+
+
+def test_memory_is_gpipes_at_one_chunk_and_above_interleaved():
+    """End to end: at one chunk a rank holds what GPipe holds; at two, more than interleaved
+    1F1B's warm-up holds."""
+    one = trainsim.simulate(_cfg("parallel.vpp=1"))
+    assert one.peak_memory_bytes == trainsim.simulate(
+        _cfg("parallel.vpp=1", schedule="gpipe")).peak_memory_bytes
+    two = trainsim.simulate(_cfg())
+    assert two.peak_memory_bytes > trainsim.simulate(
+        _cfg(schedule="interleaved_1f1b")).peak_memory_bytes
+
+
+def test_gradient_reduction_follows_each_chunks_last_backward():
+    """Each chunk's gradients are reduced once its backward of micro-batch 0 (its last) ends,
+    so the last chunk's reduction runs while the first chunk still computes its backwards."""
+    cfg = _cfg("parallel.distributed_optimizer=true", "parallel.overlap_grad_reduce=true")
+    assert cfg.dp == 2
+    tl = trainsim.simulate(cfg, keep_timeline=True).timeline
+    for s in range(2):
+        tasks = [(t, tl.start_s[i], tl.start_s[i] + t.duration_s)
+                 for i, t in enumerate(tl.tasks) if t.stream[0] == s]
+        last_b = {c: next(e for t, _, e in tasks if t.label == f"B mb0 c{c}") for c in (0, 1)}
+        reduce = {c: min(b for t, b, _ in tasks
+                         if t.stream[1] == "dp" and "grad" in t.label and f" c{c} " in t.label)
+                  for c in (0, 1)}
+        assert reduce[1] == pytest.approx(last_b[1]) and reduce[0] == pytest.approx(last_b[0])
+        assert reduce[1] < last_b[0]  # hidden behind chunk 0's backwards
+
+
+@pytest.mark.parametrize("framework", ["megatron-lm", "megatron-bridge", "deepspeed"])
+def test_refused_where_the_framework_does_not_run_it(framework):
+    """Megatron and DeepSpeed have no looped BFS: refused in one line naming the profile key."""
+    with pytest.raises(ConfigError, match="ScheduleLoopedBFS") as err:
+        _cfg(f"training.framework={framework}", "parallel.sequence_parallel=false",
+             "parallel.vpp=1")
+    assert "\n" not in str(err.value)
+
+
+def test_torchtitan_runs_it_from_october_2024():
+    """torchtitan takes any torch schedule name from 205983a09 (2024-10-10); its July 2024
+    choices did not list LoopedBFS."""
+    assert _cfg("training.framework=torchtitan").parallel.pipeline_schedule == "looped_bfs"
+    assert _cfg("training.framework=torchtitan",
+                "training.framework_version=2024-10").parallel.pipeline_schedule == "looped_bfs"
+    with pytest.raises(ConfigError, match="torchtitan 2024-07"):
+        _cfg("training.framework=torchtitan", "training.framework_version=2024-07")
+
+
+def test_search_offers_it_at_any_chunk_count_and_refuses_it_under_megatron():
+    """``--schedules`` takes it at vpp 1 and more; a framework without it is refused."""
+    from trainsim.search.rules import schedules_fit
+    from trainsim.search.space import SearchSpace
+
+    assert [schedules_fit(("looped_bfs",), 4, v, 8) for v in (1, 2, 3)] == [("looped_bfs",)] * 3
+    base = SimpleNamespace(framework=("megatron-lm", None), model=SimpleNamespace(
+        hybrid_layer_pattern=None))
+    with pytest.raises(ConfigError, match="--schedules looped_bfs: megatron-lm"):
+        SearchSpace(schedules=("looped_bfs",)).held_by(base)
+
+
+def test_steady_state_shortcut_falls_back_to_the_full_simulation():
+    """No period is proven for it: the shortcut says so and the whole iteration is simulated."""
+    from trainsim.steady_state import plan
+
+    cfg = _cfg("training.global_batch_size=512")
+    found, why = plan(cfg)
+    assert found is None and "looped_bfs has no periodic shortcut" in why
