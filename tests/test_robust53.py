@@ -200,7 +200,7 @@ def test_a_dependency_cycle_is_refused_naming_a_node_in_it(traces, how):
 
 HYBRID = {"hidden_size": 256, "num_layers": 8, "num_attention_heads": 4, "vocab_size": 1024,
           "hybrid_layer_pattern": "M*M-M*M-"}
-VALID = "gpipe, 1f1b, interleaved_1f1b, zb_h1, zb_h2, zb_2p, zb_v, interleaved_zb"
+VALID = "gpipe, 1f1b, interleaved_1f1b, zb_h1, zb_h2, zb_2p, zb_v, interleaved_zb, looped_bfs"
 
 
 @pytest.mark.parametrize("schedule", ["dualpipe", "dualpipe_v"])
