@@ -13,10 +13,11 @@ backwards chunk by chunk from the last, each chunk's micro-batches from the last
 Read in torch v2.13.0 ``torch/distributed/pipelining/schedules.py`` lines 2706-2732
 (``ScheduleLoopedBFS._calculate_single_rank_operations``: forwards ``for stage_index in
 stage_indices`` x ``range(n_microbatches)``; backwards ``for stage_index in
-reversed(stage_indices)`` x ``reversed(range(n_microbatches))``, FULL_BACKWARD). The same order
-since pytorch/pytorch#127796 (2024-06-03, "[pipelining] fix LoopedBFS": the backward pops
-micro-batches "starting at num_microbatches - 1"), before torch 2.4.0 shipped the schedule; the
-``None`` padding in that function only aligns the ranks' lists and the runtime skips it.
+reversed(stage_indices)`` x ``reversed(range(n_microbatches))``, FULL_BACKWARD); the ``None``
+padding there only aligns the ranks' lists, and the runtime's lowering skips it. The backward
+runs last to first since pytorch/pytorch#127796 (2024-06-03, "[pipelining] fix LoopedBFS": "for
+loopedBFS we want to pop from starting at num_microbatches - 1"); the prototype before it ran
+them first to last.
 
 What the order implies, each checked in tests/test_looped_bfs.py:
 
@@ -28,8 +29,11 @@ What the order implies, each checked in tests/test_looped_bfs.py:
   runs the stage's gradient reduction (``stage.py`` ``perform_reduce_grad``: FSDP's
   post_backward reduce-scatter and reshard). In this order a chunk's last backward is
   micro-batch 0's, and the higher chunks finish theirs while the lower ones still compute: the
-  reduction of chunk c hides behind the backwards of chunks c - 1, ..., 0 (the paper's point:
-  breadth-first lets data parallelism overlap the pipeline's backward).
+  reduction of chunk c hides behind the backwards of chunks c - 1, ..., 0 (the paper's
+  abstract: the schedule "optimizes the combination of pipeline and data parallelism"). The
+  engine releases a chunk's reduction at that backward (``pipeline.ScheduledPipeline``,
+  :func:`last_backward_microbatch`) for the data-parallel engines it runs under a named
+  schedule (DDP, ZeRO-1/2); ZeRO-3 / FSDP under a named schedule is refused there.
 """
 
 from __future__ import annotations
