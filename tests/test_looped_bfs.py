@@ -122,21 +122,86 @@ def test_memory_is_gpipes_at_one_chunk_and_above_interleaved():
         _cfg(schedule="interleaved_1f1b")).peak_memory_bytes
 
 
+def _rank_tasks(cfg, s):
+    tl = trainsim.simulate(cfg, keep_timeline=True).timeline
+    return [(t, tl.start_s[i], tl.start_s[i] + t.duration_s)
+            for i, t in enumerate(tl.tasks) if t.stream[0] == s]
+
+
 def test_gradient_reduction_follows_each_chunks_last_backward():
-    """Each chunk's gradients are reduced once its backward of micro-batch 0 (its last) ends,
-    so the last chunk's reduction runs while the first chunk still computes its backwards."""
+    """Each chunk's gradients are reduced in its backward of micro-batch 0 (its last: the graph
+    labels it "last"), after every other backward of the chunk, so the last chunk's reduction
+    runs while the first chunk still computes its backwards."""
     cfg = _cfg("parallel.distributed_optimizer=true", "parallel.overlap_grad_reduce=true")
     assert cfg.dp == 2
-    tl = trainsim.simulate(cfg, keep_timeline=True).timeline
     for s in range(2):
-        tasks = [(t, tl.start_s[i], tl.start_s[i] + t.duration_s)
-                 for i, t in enumerate(tl.tasks) if t.stream[0] == s]
-        last_b = {c: next(e for t, _, e in tasks if t.label == f"B mb0 c{c}") for c in (0, 1)}
-        reduce = {c: min(b for t, b, _ in tasks
-                         if t.stream[1] == "dp" and "grad" in t.label and f" c{c} " in t.label)
-                  for c in (0, 1)}
-        assert reduce[1] == pytest.approx(last_b[1]) and reduce[0] == pytest.approx(last_b[0])
-        assert reduce[1] < last_b[0]  # hidden behind chunk 0's backwards
+        tasks = _rank_tasks(cfg, s)
+        compute = [(t.label, b, e) for t, b, e in tasks if t.stream[1] == "compute"]
+        assert not any(lb.startswith("B mb0 ") for lb, _, _ in compute)
+        last = {c: min(b for lb, b, _ in compute if lb.startswith(f"B last c{c} ")) for c in (0, 1)}
+        others = {c: max(e for lb, _, e in compute if lb.startswith("B mb") and
+                         lb.endswith(f" c{c}")) for c in (0, 1)}
+        reduce = {c: min(b for t, b, _ in tasks if t.stream[1] == "dp" and "grad" in t.label
+                         and f" c{c} " in t.label) for c in (0, 1)}
+        for c in (0, 1):
+            assert others[c] <= last[c] < reduce[c]
+        assert reduce[1] < others[0]  # hidden behind chunk 0's backwards
+
+
+# torch 2.13.0's _add_unshard_reshard (max_active_stages 3) on its own ScheduleLoopedBFS order
+# of rank 0, pp 2, 4 local stages (0, 2, 4, 6), 2 micro-batches, as its _Action strings print:
+# stage 0 leaves the window once the forwards reach stage 6 and is gathered again for the
+# backwards once stage 6's are done
+RANK0_PP2_VPP4_M2 = (
+    "0UNSHARD 2UNSHARD 4UNSHARD 0F0 0F1 0RESHARD 6UNSHARD 2F0 2F1 4F0 4F1 6F0 6F1 6B1 6B0 "
+    "6RESHARD 0UNSHARD 4B1 4B0 4RESHARD 2B1 2B0 2RESHARD 0B1 0B0 0RESHARD")
+
+
+def _lowered_as_torch(rank: int, pp: int, vpp: int, m: int) -> str:
+    from trainsim.workload.unshard_window import lowered
+
+    order = schedule(rank, pp, vpp, m, "looped_bfs")
+    events, left = lowered(order, 3)
+    words = []
+    for p, (out, new) in zip(order, events):
+        words += [f"{c * pp + rank}RESHARD" for c in out] + [f"{c * pp + rank}UNSHARD" for c in new]
+        words.append(f"{p.chunk * pp + rank}{p.kind}{p.microbatch}")
+    return " ".join(words + [f"{c * pp + rank}RESHARD" for c in left])
+
+
+def test_torchs_runtime_window_lowers_the_order_as_torch_does():
+    """The window of gathered stages (``workload.unshard_window``) lowers this order as
+    torch's _add_unshard_reshard does: by the string read from torch, and, where torch is
+    installed, by torch's own function on its own order."""
+    assert _lowered_as_torch(0, 2, 4, 2) == RANK0_PP2_VPP4_M2
+    sched = pytest.importorskip("torch.distributed.pipelining.schedules")
+    assert issubclass(sched.ScheduleLoopedBFS, sched._PipelineScheduleRuntime)
+    for pp, vpp, m in [(2, 4, 2), (2, 5, 3), (4, 4, 4), (3, 2, 5)]:
+        for rank in range(pp):
+            state = SimpleNamespace(_stages=[None] * vpp, pp_group_size=pp, _n_microbatches=m)
+            ops = sched.ScheduleLoopedBFS._calculate_single_rank_operations(state, rank)
+            assert " ".join(str(a) for a in sched._add_unshard_reshard(ops)) == \
+                _lowered_as_torch(rank, pp, vpp, m)
+
+
+def test_torchtitan_fsdp_run_reduces_and_regathers_per_stage():
+    """torchtitan with FSDP (dp 2, pp 2, 4 stages a rank): simulated, each stage's gradients
+    reduce-scattered after its backward of micro-batch 0, and stage 0 gathered a second time
+    for its backwards (the window of 3)."""
+    cfg = _cfg("training.framework=torchtitan", "parallel.vpp=4",
+               "training.global_batch_size=8")
+    assert cfg.dp == 2 and cfg.parallel.data_parallel_impl == "fsdp2"
+    tasks = _rank_tasks(cfg, 0)
+    dp = [(t.label, b) for t, b, _ in tasks if t.stream[1] == "dp"]
+    assert [lb for lb, _ in dp if "UNSHARD" in lb] == [
+        f"FSDP UNSHARD all-gather dp_cp chunk {c}" for c in (0, 1, 2, 3, 0)]
+    ends = [e for t, _, e in tasks if t.label.startswith("B last c")]
+    reduces = [b for lb, b in dp if "grad reduce-scatter" in lb]
+    assert len(reduces) == 4 and all(r >= e for r, e in zip(reduces, ends))
+    for c in range(4):  # the "last" backward is the chunk's last: micro-batch 0's
+        first = min(b for t, b, _ in tasks if t.label.startswith(f"B last c{c}"))
+        assert all(e <= first for t, _, e in tasks if t.label.startswith("B mb")
+                   and t.label.endswith(f" c{c}"))
 
 
 @pytest.mark.parametrize("framework", ["megatron-lm", "megatron-bridge", "deepspeed"])

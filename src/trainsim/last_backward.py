@@ -38,6 +38,7 @@ class SplitBackwardTasks:
     pricer: Pricer
     vpp: int
     m: int
+    last_mb: int
     chunks: dict[int, Chunk]
     work: dict[int, tuple[Priced, Priced]]
     groups: list[list[tuple[float, str, int]]]
@@ -171,7 +172,7 @@ class SplitBackwardTasks:
         ids: list[int] = []
         reduced: list[int] = []
         first = len(self.fsdp_reduce[s])
-        name = "last" if mb == self.m - 1 else f"mb{mb}"
+        name = "last" if mb == self.last_mb else f"mb{mb}"
         before: list[int] = []  # the reduce-scatters of the part before ``reduced``'s
         got: list[int] = []  # each block's gather task
         for k, part in enumerate(parts):
@@ -193,7 +194,7 @@ class SplitBackwardTasks:
             n = len(self.fsdp_reduce[s])
             self._reduce_scatter(s, ids[-1], mb, v, (k, len(parts)))
             before, reduced = reduced, self.fsdp_reduce[s][n:]
-        if self.sync_every_mb and mb < self.m - 1:  # finalize_backward's wait
+        if self.sync_every_mb and mb != self.last_mb:  # finalize_backward's wait
             return self.add((s, "compute"), 0.0, [ids[-1], *self.fsdp_reduce[s][first:]],
                             f"FSDP finalize_backward mb{mb} c{chunk}")
         return ids[-1]
@@ -261,7 +262,7 @@ class SplitBackwardTasks:
                 parts.append(prep * (int(k == split - 1) if real == 1 else int(any(shares[k]))))
                 buckets.append(concat(parts))
         ids: list[int] = []
-        name = "last" if mb is None or mb == self.m - 1 else f"mb{mb}"
+        name = "last" if mb is None or mb == self.last_mb else f"mb{mb}"
         for k, bucket in enumerate(buckets):
             ids.append(self.add((s, "compute"), bucket, list(deps) if k == 0 else [ids[-1]],
                                 f"B {name} c{chunk} part{k}"))

@@ -55,7 +55,6 @@ from trainsim.workload.pipeline_schedules import (
     zb_2p_settled_from,
     zb_w_fraction,
 )
-from trainsim.workload.pipeline_schedules_bfs import last_backward_microbatch
 from trainsim.workload.schedule import Overlapped, Pass
 
 if TYPE_CHECKING:
@@ -364,7 +363,6 @@ class ScheduledPipeline:
             self.g.last_bwd[key] = [task]
 
     def _last_mb(self, chunk: int) -> int:
-        """The micro-batch of a chunk's last backward (looped BFS runs them last to first)."""
         if self.name == "dualpipe":
             return self.g.m // 2 - 1 if chunk == 0 else self.g.m - 1
-        return last_backward_microbatch(self.name, self.g.m)
+        return self.g.m - 1

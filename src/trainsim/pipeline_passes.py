@@ -14,6 +14,7 @@ from trainsim.engine import Task
 from trainsim.optimizer_tasks import AFTER
 from trainsim.pricing import DP, Priced, interned
 from trainsim.sharded_passes import chunk_unshard
+from trainsim.workload.pipeline_schedules_bfs import FB_SCHEDULES, first_backward_microbatch
 from trainsim.workload.schedule import (
     microbatch_group,
     pass_labels,
@@ -42,6 +43,7 @@ class PipelineTasks:
     pp: int
     vpp: int
     m: int
+    last_mb: int
     tag: int
     zero: int
     fsdp: bool
@@ -135,8 +137,11 @@ class PipelineTasks:
     def pipeline(self) -> None:
         """Passes in each stage's schedule order. Tasks must be created after the tasks they
         depend on: walk the per-stage orders round-robin until all are placed. A schedule
-        other than Megatron's (``parallel.pipeline_schedule``) is placed by ``pipeline``."""
-        if self.p.pipeline_schedule not in (None, "1f1b", "interleaved_1f1b"):
+        other than Megatron's (``parallel.pipeline_schedule``) is placed by ``pipeline``, but
+        torch's looped BFS, whose whole forwards and backwards run here in its own order (its
+        framework's passes: FSDP, torch's runtime window), each chunk's gradients reduced after
+        its backward of micro-batch 0 (``workload.pipeline_schedules_bfs``)."""
+        if self.p.pipeline_schedule not in FB_SCHEDULES:
             from trainsim.pipeline import ScheduledPipeline
             ScheduledPipeline(self).place()
             return
@@ -146,7 +151,7 @@ class PipelineTasks:
             return
         pp, vpp, last_v = self.pp, self.vpp, self.pp * self.vpp - 1
         first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd = self.pass_specs()
-        last_mb = self.m - 1
+        last_mb, first_b = self.last_mb, first_backward_microbatch(self.p.pipeline_schedule, self.m)
         # the first micro-batches' last-stage backwards without the output layer's wgrad
         deferred = self.deferral
         n_deferred = deferred.n if deferred else 0
@@ -176,8 +181,9 @@ class PipelineTasks:
         # next (forward) and previous (backward) virtual stage wait on; -1 until created
         nv = last_v + 1
         fwd_task, sent_f, sent_b = [-1] * (self.m * nv), [-1] * (self.m * nv), [-1] * (self.m * nv)
-        orders = [schedule(s, pp, vpp, self.m, torch_warmup=torch_warmup(self.cfg),
-                           group=microbatch_group(self.cfg)) for s in range(pp)]
+        orders = [schedule(s, pp, vpp, self.m, self.p.pipeline_schedule,
+                           torch_warmup=torch_warmup(self.cfg), group=microbatch_group(self.cfg))
+                  for s in range(pp)]
         # torch's runtime window (``workload.unshard_window``): what each pass is preceded by
         window = self.window
         events = [lowered(o, window)[0] for o in orders] if window is not None else None
@@ -235,7 +241,7 @@ class PipelineTasks:
                         if events is not None:
                             self.tag = k
                             self._unshard(s, chunk, events[s][k][1], pending[s])
-                        if mb == 0 and v in self.first_bwd:  # on the compute stream first
+                        if mb == first_b and v in self.first_bwd:  # on the compute stream first
                             lead = self.first_bwd[v]
                             add_tag(k)
                             add_task(Task(lead[0], lead[1], deps, f"te weight transpose "

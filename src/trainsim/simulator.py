@@ -60,6 +60,7 @@ from trainsim.workload.fp8_gather import param_gather_width
 from trainsim.workload.ops import Comm
 from trainsim.workload.p2p_meta import exchange_messages
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
+from trainsim.workload.pipeline_schedules_bfs import last_backward_microbatch
 from trainsim.workload.recompute import (
     core_attn_rerun,
     per_op_sac_layout,
@@ -93,6 +94,8 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
         self.sends_overlap = sends_overlap(cfg)  # pipeline sends on a stream of their own
         self.pp, self.vpp = p.pp, p.vpp
         self.m = microbatches or cfg.num_microbatches  # fewer: a truncated steady state
+        # the micro-batch whose backward is each chunk's last: its gradients reduce after it
+        self.last_mb = last_backward_microbatch(cfg.parallel.pipeline_schedule, self.m)
         self.tags: list[int] = []
         """Per task: the position in its stage's schedule of the pass it belongs to (BEFORE
         for tasks placed ahead of the passes, AFTER for the optimizer's), for steady_state."""

@@ -30,10 +30,13 @@ What the order implies, each checked in tests/test_looped_bfs.py:
   post_backward reduce-scatter and reshard). In this order a chunk's last backward is
   micro-batch 0's, and the higher chunks finish theirs while the lower ones still compute: the
   reduction of chunk c hides behind the backwards of chunks c - 1, ..., 0 (the paper's
-  abstract: the schedule "optimizes the combination of pipeline and data parallelism"). The
-  engine releases a chunk's reduction at that backward (``pipeline.ScheduledPipeline``,
-  :func:`last_backward_microbatch`) for the data-parallel engines it runs under a named
-  schedule (DDP, ZeRO-1/2); ZeRO-3 / FSDP under a named schedule is refused there.
+  abstract: the schedule "optimizes the combination of pipeline and data parallelism").
+
+The engine places it as it places Megatron's 1F1B and torch's interleaved 1F1B
+(``pipeline_passes``: the framework's FSDP gathers and reduce-scatters, torch's runtime window
+of gathered stages, ``workload.unshard_window``, which lowers this order as torch lowers it),
+only the order and the micro-batch of each chunk's last backward (:func:`last_backward_microbatch`,
+where its gradients are reduced) and first backward differing.
 """
 
 from __future__ import annotations
@@ -49,11 +52,24 @@ def looped_bfs(stage: int, pp: int, vpp: int, m: int) -> list[Pass]:
     return fwd + [Pass("B", mb, c) for c in reversed(range(vpp)) for mb in reversed(range(m))]
 
 
+FB_SCHEDULES = (None, "1f1b", "interleaved_1f1b", "looped_bfs")
+"""Schedules of whole forwards and backwards on Megatron's placement (chunk c of rank r is
+virtual stage ``c pp + r``) that ``pipeline_passes`` places with the framework's own passes
+(FSDP gathers and reductions, torch's runtime window); the others go through ``pipeline``."""
+
+
 def last_backward_microbatch(name: str | None, m: int) -> int:
     """The micro-batch whose backward is a chunk's last in ``name``'s order (the one after
-    which torch's runtime reduces the stage's gradients): micro-batch 0 in the looped BFS
-    order, ``m - 1`` in the schedules that run backwards in micro-batch order."""
+    which torch's runtime reduces the stage's gradients, and Megatron's DDP syncs them):
+    micro-batch 0 in the looped BFS order, ``m - 1`` in the F/B schedules that run backwards in
+    micro-batch order (``FB_SCHEDULES``)."""
     return 0 if name == "looped_bfs" else m - 1
+
+
+def first_backward_microbatch(name: str | None, m: int) -> int:
+    """The micro-batch whose backward is a chunk's first in ``name``'s order (where Transformer
+    Engine's first-backward work goes): ``m - 1`` in the looped BFS order, else 0."""
+    return m - 1 if name == "looped_bfs" else 0
 
 
 def looped_bfs_peak(m: int, weight: dict[int, float] | None, vpp: int) -> float:
