@@ -242,3 +242,16 @@ def test_steady_state_shortcut_falls_back_to_the_full_simulation():
     cfg = _cfg("training.global_batch_size=512")
     found, why = plan(cfg)
     assert found is None and "looped_bfs has no periodic shortcut" in why
+
+
+def test_search_schedule_bound_stays_below_the_simulation():
+    """The search's busiest-compute-stream bound for a named schedule (the layers' F and B
+    passes of each rank's order) never exceeds the simulated iteration, FSDP included."""
+    from trainsim.search.schedule_bound import layer_pass_s, layered_busy_s
+
+    for cfg in (_cfg("training.framework=torchtitan", "parallel.vpp=4",
+                     "training.global_batch_size=8"),
+                _cfg("parallel.distributed_optimizer=true"),
+                _cfg("training.framework=torchtitan", "parallel.vpp=1")):
+        bound = max(layered_busy_s(cfg, lambda kind, c=cfg: layer_pass_s(c, kind)))
+        assert 0 < bound <= trainsim.simulate(cfg).iteration_time_s

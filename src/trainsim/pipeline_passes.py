@@ -151,7 +151,8 @@ class PipelineTasks:
             return
         pp, vpp, last_v = self.pp, self.vpp, self.pp * self.vpp - 1
         first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd = self.pass_specs()
-        last_mb, first_b = self.last_mb, first_backward_microbatch(self.p.pipeline_schedule, self.m)
+        last_mb = self.last_mb  # a chunk's last backward: its gradients reduced after it
+        first_bwd_mb = first_backward_microbatch(self.p.pipeline_schedule, self.m)
         # the first micro-batches' last-stage backwards without the output layer's wgrad
         deferred = self.deferral
         n_deferred = deferred.n if deferred else 0
@@ -241,7 +242,7 @@ class PipelineTasks:
                         if events is not None:
                             self.tag = k
                             self._unshard(s, chunk, events[s][k][1], pending[s])
-                        if mb == first_b and v in self.first_bwd:  # on the compute stream first
+                        if mb == first_bwd_mb and v in self.first_bwd:  # on the compute stream first
                             lead = self.first_bwd[v]
                             add_tag(k)
                             add_task(Task(lead[0], lead[1], deps, f"te weight transpose "
