@@ -471,12 +471,17 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # share of the global batch is at most ``max_local_batch`` and the micro-batch is
     # ``micro_batch_size`` sequences (MLPerf GPT-3 v4.0 / v4.1 conf/custom.yaml); null: none
     "embedding_wgrad_deferral": _nullable(_deferral_rule),
+    # the framework has Megatron-core's defer_embedding_wgrad_compute at all (NVIDIA/Megatron-LM
+    # f16be74ff3, 2024-04-03): false refuses a run that states it on (catalog.run_framework.
+    # deferral_settings); null: not recorded (allowed)
+    "output_wgrad_deferral": _nullable(_bool),
     # the precision (fp8 / MXFP8 / NVFP4) and MoE mechanisms: catalog.framework_features_fp8_moe
     **FP8_MOE_FEATURES,
 }
 
 #: keys an entry may leave out even when it is the first one.
-OPTIONAL_KEYS = {"apex_distributed_adam", "looped_bfs_schedule", "embedding_wgrad_deferral", "remat_dce", "onehot_embedding", "vocab_divisible_by", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
+OPTIONAL_KEYS = {"apex_distributed_adam", "looped_bfs_schedule", "embedding_wgrad_deferral",
+    "output_wgrad_deferral", "remat_dce", "onehot_embedding", "vocab_divisible_by", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
     "zero_stages", "overlap_param_gather", "overlap_grad_reduce_setting",
     "zero_stage_releases", "pipeline_parallel", "tensor_parallel", "context_parallel",
     "pipeline_partition_method", "expandable_segments", "fp8_param_gather",
