@@ -1,7 +1,7 @@
 """What ``training.framework`` does to a run config as it is read
 (``catalog.run_config_from_dict``): the dropouts and MTP layers its model class builds, the
 fp8-only settings a 16-bit run states and ignores, the output-layer deferral settings a run
-states where nothing defers, and a dense model's MoE-only settings refused."""
+states where nothing defers or its framework cannot, and a dense model's MoE-only settings refused."""
 
 from __future__ import annotations
 
@@ -55,23 +55,62 @@ def fp8_settings_ignored(parallel_raw: dict[str, Any], training_raw: dict[str, A
             and (msg := fp8_recipe_ignored(v, training.dtype, k)) is not None]
 
 
-def deferral_ignored(parallel_raw: dict[str, Any], cfg: RunConfig) -> list[str]:
-    """Warnings for Megatron-core's output-layer deferral settings a run states that change
-    nothing (``parallel_raw``: the section as written): ``defer_embedding_wgrad_compute: true``
-    without pipeline parallelism (Megatron-core's model_parallel_config.py ``__post_init__``
-    refuses it: "Cannot defer embedding wgrad compute when pipeline model parallel is not
-    used"; ``framework_rules.deferred_microbatches`` defers nothing there), and a
-    ``wgrad_deferral_limit`` where no micro-batch defers (robust58: both taken without a word)."""
+def stated_deferral_problem(defer: object, training: TrainingConfig) -> str | None:
+    """Why a stated ``parallel.defer_embedding_wgrad_compute`` (``defer``) cannot be, or None:
+    on where the framework has no such deferral (profile feature ``output_wgrad_deferral``
+    false: torchtitan, DeepSpeed, Megatron releases before it; robust58 lead 1: it was priced
+    as Megatron-core's), or beside ``training.gradient_accumulation_fusion: false`` (Megatron-LM
+    7094270c6f model_parallel_config.py L372-376 refuses the pair, whatever the pipeline: the
+    drain accumulates into main_grad with the fused wgrad GEMM; robust58 lead 2: refused only
+    when priced). Read by the config loader (:func:`deferral_settings`) and by ``search`` for
+    a --set value (``search.cli_inputs``)."""
+    if defer is not True:
+        return None
+    if training.framework:
+        from trainsim.catalog.frameworks import framework_profile
+
+        profile = framework_profile(training.framework, training.framework_version)
+        if profile.supports("output_wgrad_deferral") is False:
+            return ("parallel.defer_embedding_wgrad_compute=true but "
+                    f"{profile.name} {training.framework_version or profile.version} has no "
+                    "output-layer weight-gradient deferral (Megatron-core's, from Megatron-LM "
+                    "f16be74ff3, 2024-04-03; profile feature output_wgrad_deferral: false); "
+                    "set it false")
+    if training.gradient_accumulation_fusion is False:
+        return ("parallel.defer_embedding_wgrad_compute=true needs gradient accumulation "
+                "fusion, and training.gradient_accumulation_fusion is false (Megatron-core "
+                "refuses the pair); set one of them the other way")
+    return None
+
+
+def deferral_settings(parallel_raw: dict[str, Any], cfg: RunConfig) -> list[str]:
+    """Check Megatron-core's output-layer deferral settings as a config is read
+    (``parallel_raw``: the parallel section as written): a stated deferral refused where
+    :func:`stated_deferral_problem` says why, and a deferral the profile's rule makes
+    (``framework_rules.deferred_microbatches``) beside the fusion stated off. Returned:
+    warnings for settings that change nothing, ``defer_embedding_wgrad_compute: true``
+    without pipeline parallelism (Megatron-core's ``__post_init__`` refuses it: "Cannot defer
+    embedding wgrad compute when pipeline model parallel is not used"; nothing defers there),
+    and a ``wgrad_deferral_limit`` where no micro-batch defers (robust58: both taken without a
+    word)."""
     from trainsim.catalog.framework_rules import deferred_microbatches
 
-    p, out = cfg.parallel, []
-    if p.defer_embedding_wgrad_compute and "defer_embedding_wgrad_compute" in parallel_raw \
-            and p.pp == 1:
+    p, t, out = cfg.parallel, cfg.training, []
+    stated = p.defer_embedding_wgrad_compute and "defer_embedding_wgrad_compute" in parallel_raw
+    if stated and (problem := stated_deferral_problem(True, t)):
+        raise ConfigError(problem)
+    deferred = deferred_microbatches(cfg, cfg.num_microbatches)
+    if deferred and t.gradient_accumulation_fusion is False:  # the profile's rule defers
+        raise ConfigError(f"{t.framework} {t.framework_version or ''}".rstrip() + "'s recipe "
+                          "defers the output-layer weight gradient here (parallel."
+                          "defer_embedding_wgrad_compute unset), which needs gradient "
+                          "accumulation fusion, and training.gradient_accumulation_fusion is "
+                          "false; set parallel.defer_embedding_wgrad_compute=false")
+    if stated and p.pp == 1:
         out.append("parallel.defer_embedding_wgrad_compute=true is ignored: it defers the last "
                    "pipeline stage's output-layer weight gradient, and parallel.pp=1 runs no "
                    "pipeline (Megatron-core refuses it there)")
-    if p.wgrad_deferral_limit and "wgrad_deferral_limit" in parallel_raw and \
-            not deferred_microbatches(cfg, cfg.num_microbatches):
+    if p.wgrad_deferral_limit and "wgrad_deferral_limit" in parallel_raw and not deferred:
         out.append(f"parallel.wgrad_deferral_limit={p.wgrad_deferral_limit} is ignored: the run "
                    "defers no output-layer weight gradient (set "
                    "parallel.defer_embedding_wgrad_compute=true, with parallel.pp > 1)")

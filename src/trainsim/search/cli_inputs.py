@@ -256,6 +256,7 @@ def _check_fixed(base: Any) -> None:
     """RunConfig's rules that tie a fixed (--set) parallel field to the model, refused in one
     line here: the search would skip every candidate and say only that none is valid."""
     from trainsim.catalog.defaults import apply_framework
+    from trainsim.catalog.run_framework import stated_deferral_problem
     from trainsim.config.validity import (
         DISPATCHER_MIN_SM,
         dispatcher_fits,
@@ -280,6 +281,9 @@ def _check_fixed(base: Any) -> None:
             raise ConfigError(f"--set {exc}") from None
     problem = None if m.is_moe else moe_dense_problem(f, filled)
     if problem:  # every candidate would drop it, as the config loader refuses it (robust55)
+        raise ConfigError(f"--set {problem}")
+    problem = stated_deferral_problem(f.get("defer_embedding_wgrad_compute"), t)
+    if problem:  # refused by the loader; every candidate priced would refuse it (robust59)
         raise ConfigError(f"--set {problem}")
     cp = f.get("context_parallel_size")
     refusal = cp is not None and softcap_cp_refusal(m.attn_logit_softcapping, t.framework,
