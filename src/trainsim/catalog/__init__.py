@@ -23,10 +23,10 @@ from trainsim.catalog.defaults import (
 )
 from trainsim.catalog.names import aliases_of
 from trainsim.catalog.run_framework import (
-    deferral_settings,
     dense_moe_settings,
     fp8_settings_ignored,
     framework_model,
+    settings_ignored,
 )
 from trainsim.catalog.shared_sections import kept_section
 from trainsim.catalog.te_attention import blackwell_head_dim_attention, wide_head_attention
@@ -562,7 +562,7 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
     if not model.is_moe:
         dense_moe_settings(cfg, *unfilled, gpu_name)
     for ignored in [*fp8_settings_ignored(*unfilled, gpu_name, cfg.training),
-                    *deferral_settings(unfilled[0], cfg)]:
+                    *settings_ignored(unfilled[0], cfg)]:
         warnings.warn(ignored, TrainsimWarning, stacklevel=2)  # a config it was valid for
     return cfg
 

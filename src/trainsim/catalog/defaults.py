@@ -292,7 +292,7 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
             training["fp8_param_gather"] = gather
     elif truthy(training["fp8_param_gather"]) and profile.supports("megatron_fsdp_16bit_params") \
             and _effective_stage(parallel) >= 3 and str(training.get("dtype", "")).lower() == "fp8" \
-            and parallel.get("data_parallel_impl", "megatron") == "megatron":
+            and _engine(parallel) == "megatron":
         # workload.fp8_gather.fp8_weights_gathered keeps the weights 16-bit there, as the
         # release's perf scripts and Megatron-LM do (nemo.yaml megatron_fsdp_16bit_params)
         warnings.warn(f"training.fp8_param_gather=true under {where} with Megatron-FSDP "
@@ -310,6 +310,17 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                 parallel[key] = True
 
 
+def _engine(parallel: dict[str, Any]) -> str | None:
+    """A raw parallel section's ``data_parallel_impl`` as ParallelConfig reads it (its text
+    stripped, any case: robust59, ' Megatron ' was "another engine" here and megatron there),
+    ``megatron`` where unset; None for a name no engine has (ParallelConfig refuses it)."""
+    from trainsim.config.parallel import DATA_PARALLEL_IMPLS
+
+    impl = parallel.get("data_parallel_impl")
+    impl = str(impl).strip().lower() if _given(impl) else "megatron"
+    return impl if impl in DATA_PARALLEL_IMPLS else None
+
+
 def grad_fusion_problem(parallel: dict[str, Any], training: dict[str, Any], profile: Any,
                         where: str) -> str | None:
     """Why a stated ``training.gradient_accumulation_fusion`` cannot be, or None: it is
@@ -319,8 +330,8 @@ def grad_fusion_problem(parallel: dict[str, Any], training: dict[str, Any], prof
     stated = training.get("gradient_accumulation_fusion")
     if not _given(stated):
         return None
-    impl = parallel.get("data_parallel_impl", "megatron")
-    if impl != "megatron":
+    impl = _engine(parallel)
+    if impl is not None and impl != "megatron":
         return (f"training.gradient_accumulation_fusion is Megatron's switch, but {where} runs "
                 f"data_parallel_impl={impl}, which accumulates gradients its own way; leave it "
                 "empty")

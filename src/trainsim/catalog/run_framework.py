@@ -117,6 +117,41 @@ def deferral_settings(parallel_raw: dict[str, Any], cfg: RunConfig) -> list[str]
     return out
 
 
+def settings_ignored(parallel_raw: dict[str, Any], cfg: RunConfig) -> list[str]:
+    """The warnings (and refusals) for a run's stated settings as its config is read: the
+    output-layer deferral's (:func:`deferral_settings`) and graph scopes that capture
+    nothing (:func:`graph_scopes_ignored`)."""
+    return [*deferral_settings(parallel_raw, cfg), *graph_scopes_ignored(cfg)]
+
+
+def graph_scopes_ignored(cfg: RunConfig) -> list[str]:
+    """A warning where ``training.cuda_graph_scope`` names a layer kind the model lacks:
+    ``mamba`` on a model with no Mamba layer (no ``M`` in ``model.hybrid_layer_pattern``),
+    ``attn`` on a hybrid model with no attention layer. Megatron-core takes such a scope and
+    graphs nothing under it (core_v0.16.0 transformer/cuda_graphs.py L1645-1647 graphs a
+    ``MambaLayer`` whole under ``mamba``; a ``TransformerLayer`` graphs only the parts its
+    scope names, transformer_layer.py), so a run that names only those runs eager (robust59:
+    ``mamba`` on a GPT model was taken without a word, priced as the eager run). Scopes a
+    model cannot take at all (``moe`` without experts) are refused (``config.graph_scope``)."""
+    from trainsim.config.hybrid import ATTENTION, MAMBA
+
+    scope, pattern = cfg.training.cuda_graph_scope, cfg.model.hybrid_layer_pattern
+    if not scope or not cfg.training.cuda_graphs:
+        return []
+    kinds = {"mamba": (MAMBA, "Mamba"), "attn": (ATTENTION, "attention")}
+    empty = [s for s in scope if s in kinds and (
+        MAMBA not in (pattern or "") if s == "mamba" else
+        pattern is not None and ATTENTION not in pattern.split("/")[0])]
+    if not empty:
+        return []
+    rest = [s for s in scope if s not in empty]
+    what = " and ".join(f"no {kinds[s][1]} layer" for s in empty)
+    return [f"training.cuda_graph_scope names {', '.join(empty)}, which captures nothing here: "
+            f"the model has {what} (model.hybrid_layer_pattern); "
+            + (f"only {', '.join(rest)} is graphed" if rest else
+               "no layer is graphed, the run is eager")]
+
+
 def _unstated(parallel_raw: dict[str, Any], training_raw: dict[str, Any], gpu_name: Any,
               name: str) -> Any:
     """The value of training field ``name`` in the run built without the config's own (the

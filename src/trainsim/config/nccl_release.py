@@ -7,7 +7,8 @@ import re
 
 from trainsim.errors import ConfigError
 
-_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:-\d+)?(?:\+\S+)?")
+# ASCII digits only: NCCL names its releases so (robust59: '\uff12.19' read as 2.19)
+_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:-\d+)?(?:\+\S+)?", re.ASCII)
 
 
 def nccl_release(text: object, where: str = "cluster.nccl_version") -> tuple[int, int, int]:

@@ -311,6 +311,7 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
         model["moe_pad_expert_input_to_capacity"] = True
     if stated:  # a row's own options are checked before its framework is read
         profile = row_profile(row)
+        _dropped_defaults(row, model, profile, stated)
     if _cell(row, "etp") is None and _cell(row, "tp") is not None and profile is not None \
             and profile.features.get("moe_etp_unset_is_tp") and _is_moe(model):
         # an expert TP the run left unset: the framework's, the TP (``moe_etp_unset_is_tp``)
@@ -344,6 +345,33 @@ def stated_options(row: dict[str, str]) -> set[str]:
     and the 24.01 gpt3/175b.yaml: ``overlap_p2p_comm: False`` on an interleaved pipeline) can be
     written only this way."""
     return {o.strip() for o in (_cell(row, "options") or "").split(";") if o.strip()}
+
+
+def _dropped_defaults(row: dict[str, str], model: dict[str, Any], profile: Any,
+                      stated: set[str]) -> None:
+    """Warn, in one line, where a stated options cell leaves out options the row's framework
+    turns on for it where the cell is empty (``recipe_options``): the cell is the run's whole
+    list (:func:`stated_options`), so the row runs without them. graphs58: the 57th session's
+    what-if wrote ``cuda_graphs`` alone in a Nemotron 3 row's cell and lost the profile's
+    ``dp_overlap`` without a word (exposed DP 0.593 -> 1.614 s). ``dp_overlap`` is not named
+    where the row has no data- or context-parallel ranks (nothing to reduce over them)."""
+    import warnings
+
+    from trainsim.errors import TrainsimWarning
+
+    dropped = recipe_options(row, model, profile) - stated
+    try:
+        if int(row["num_gpus"]) == int(row["tp"]) * int(row["pp"]):
+            dropped.discard("dp_overlap")
+    except (KeyError, TypeError, ValueError):
+        pass  # a count the config refuses by its own words
+    if dropped:
+        version = _cell(row, "framework_version") or profile.version
+        warnings.warn(f"row {_cell(row, 'id') or '?'}: its options cell "
+                      f"'{_cell(row, 'options')}' leaves out {', '.join(sorted(dropped))}, "
+                      f"which {profile.name} {version} turns on where the cell is empty; a "
+                      "stated cell is the run's whole list, so the row runs without them (list "
+                      "them to keep them)", TrainsimWarning, stacklevel=3)
 
 
 def omitted_defaults(row: dict[str, str]) -> set[str]:
