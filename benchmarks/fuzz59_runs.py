@@ -7,6 +7,7 @@ import copy
 import json
 import math
 import random
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -146,7 +147,9 @@ def _scope_check(base: str, scope: Any, graphs: bool | None, fw: str | None,
     if graphs is not None:
         t["cuda_graphs"] = graphs
     t["cuda_graph_scope"] = scope
-    r, lines = _run(["simulate", write(Path(workdir), "scope.json", raw), "--format", "json"])
+    with warnings.catch_warnings():  # the round turns warnings off; the CLI prints these
+        warnings.simplefilter("always")
+        r, lines = _run(["simulate", write(Path(workdir), "scope.json", raw), "--format", "json"])
     if r.exit_code != 0:
         return one_line(r, lines, *(("cuda_graph",) if "cuda_graph" in (lines[:1] or [""])[0]
                                     else ()))
