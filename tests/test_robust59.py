@@ -271,3 +271,19 @@ def test_the_whole_round_finds_no_class():
     import fuzz59
 
     assert fuzz59.main([]) == 0
+
+
+def test_an_attention_scope_on_a_hybrid_model_without_attention_is_warned_of():
+    from trainsim.catalog import run_config_from_dict
+
+    raw = copy.deepcopy(RUN)
+    raw["model"].update(hybrid_layer_pattern="M-M-", ffn_hidden_size=512, mamba_num_heads=8,
+                        mamba_head_dim=64, mamba_num_groups=2, mamba_state_dim=64,
+                        position_embedding="none")
+    raw["training"].update(framework="megatron-core", cuda_graphs=True, cuda_graph_scope="attn")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        run_config_from_dict(raw)
+    assert [str(x.message) for x in w if "cuda_graph_scope" in str(x.message)] == [
+        ("training.cuda_graph_scope names attn, which captures nothing here: the model has no "
+        "attention layer (model.hybrid_layer_pattern); no layer is graphed, the run is eager")]
