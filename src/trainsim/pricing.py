@@ -17,8 +17,8 @@ from dataclasses import replace
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.catalog.frameworks import profile_supports
+from trainsim.collectives.cp_hops import cp_hop_sms
 from trainsim.collectives.ep_kernels import domain_exchange_s, ep_a2a_sms
-from trainsim.collectives.nccl import GroupSpan
 from trainsim.collectives.p2p_channels import batched_p2p_s
 from trainsim.compute import compute_model_for, host
 from trainsim.compute.roofline import full_wave_extra
@@ -69,27 +69,6 @@ channels per peer, one thread block each ("2 p2p channels per peer" in NCCL's in
 NVIDIA/nccl #1189), where a collective spreads over all its channels (COMM_SMS)."""
 
 
-def cp_hop_sms(span: GroupSpan) -> int:
-    """SMs one rank's context-parallel ring hop (a K/V or dK/dV send and receive hidden under
-    an attention call) holds beside it. Transformer Engine's ring (``AttnFuncWithCPAndKVP2P``,
-    v2.8 attention/dot_product_attention/context_parallel.py ``flash_attn_p2p_communicate``)
-    sends to the next CP rank and receives from the previous one with a lone ``isend`` and
-    ``irecv`` above CP 2, which PyTorch's ProcessGroupNCCL runs on the two-rank communicator of
-    each peer pair (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp ``pointToPoint``: a single
-    P2P keeps the ``getKeySendRecv`` "low:high" communicator; at CP 2, one
-    ``batch_isend_irecv`` on the group's own, also two ranks). Where every
-    CP peer is in another node (``span.per_node`` 1: TP fills the node), each of those
-    communicators reaches its peer over the network, on NCCL's channels per network peer: 2
-    (NCCL_NCHANNELS_PER_NET_PEER, ``collectives.nccl``'s note on network peers), one thread
-    block each, as a pipeline send (``P2P_SMS``): one kernel at CP 2, a send's and a
-    receive's above. A ring with a neighbour in the same node keeps a collective's share
-    (``COMM_SMS``): the NVLink pair's communicator gives the send 16 channels or more
-    (``collectives.p2p_channels.batched_p2p_channels``)."""
-    if span.nodes > 1 and span.per_node == 1:
-        return P2P_SMS if span.size == 2 else 2 * P2P_SMS
-    return COMM_SMS
-
-
 class Pricer:
     """Prices ops on the configured compute model and network."""
 
@@ -134,7 +113,7 @@ class Pricer:
         sms = cfg.cluster.gpu.num_sms
         ep_sms = exchange_sms(cfg) or ep_a2a_sms(cfg, self.spans["ep"])
         self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms, "ep": ep_sms / sms,
-                         "cp": cp_hop_sms(self.spans["cp"]) / sms, **(sm_share or {})}
+                         "cp": cp_hop_sms(self.spans["cp"], COMM_SMS, P2P_SMS) / sms, **(sm_share or {})}
         """Share of the SMs a collective (on the data-parallel stream, or inside a pass), a
         pipeline send and an expert exchange hidden behind other work (the dispatcher's
         kernels, ``moe_dispatch.exchange_sms``; an NCCL all-to-all, ``ep_a2a_sms``) hold while
