@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.catalog.frameworks import profile_supports
-from trainsim.collectives.cp_hops import cp_hop_sms
+from trainsim.collectives.cp_hops import cp_hop_sms, mixed_ring, mixed_ring_hop_sms
 from trainsim.collectives.ep_kernels import domain_exchange_s, ep_a2a_sms
 from trainsim.collectives.p2p_channels import batched_p2p_s
 from trainsim.compute import compute_model_for, host
@@ -244,6 +244,20 @@ class Pricer:
         (a collective's share, ``sm_share['dp']``; an expert all-to-all's, ``sm_share['ep']``)."""
         return max(0.0, comm_s - compute_s) + min(comm_s, compute_s) * self.sm_share[share]
 
+    def cp_hop_share(self, op: Comm, comm_s: float) -> float:
+        """Share of the SMs a hidden context-parallel ring hop of ``comm_s`` seconds holds on
+        average while it runs: in a ``cp_hops.mixed_ring`` the NVLink neighbour's kernel only
+        for its own transfer (the pair's send, at least ``batched_p2p_s``), the network
+        neighbour's for the whole hop (``cp_hops.mixed_ring_hop_sms``); ``sm_share['cp']``
+        (``cp_hops.cp_hop_sms``) in every other ring."""
+        if not mixed_ring(self.spans["cp"], op.p2p_ranks):
+            return self.sm_share["cp"]
+        pair = self.net.span(2, self.cfg.parallel.tp)  # the neighbour in the node
+        inside = max(self.net.collective("send_recv", op.bytes, pair).time_s,
+                     batched_p2p_s(op.bytes, 2))
+        return mixed_ring_hop_sms(comm_s, inside, COMM_SMS, P2P_SMS) \
+            / self.cfg.cluster.gpu.num_sms
+
     def _overlap_splits(self, ops: list[Op]) -> dict[int, int]:
         """Chunks each GEMM runs in under the TP overlap (``tp_comm_overlap_method``).
         Transformer Engine's userbuffers (TE ``initialize_ub`` defaults, pytorch/module/base.py):
@@ -469,9 +483,10 @@ class Pricer:
                     continue
                 if (op.overlap_with_previous or tp_overlap) and segs \
                         and segs[-1][0] == COMPUTE:
-                    held = "cp" if op.group == "cp" and op.kind == "send_recv" else "dp"
-                    add_beside((cat, self.hidden_behind(t, segs[-1][1], held), op.name), op, t,
-                               self.sm_share[held])
+                    share = self.cp_hop_share(op, t) if op.group == "cp" \
+                        and op.kind == "send_recv" else self.sm_share["dp"]  # a ring hop's
+                    c = segs[-1][1]
+                    add_beside((cat, max(0.0, t - c) + min(t, c) * share, op.name), op, t, share)
                     continue
                 add((cat, t, op.name), op)
             else:

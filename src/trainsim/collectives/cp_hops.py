@@ -29,3 +29,24 @@ def cp_hop_sms(span: GroupSpan, comm_sms: int, p2p_sms: int) -> int:
     if span.nodes > 1 and span.per_node == 1:
         return p2p_sms if span.size == 2 else 2 * p2p_sms
     return comm_sms
+
+
+def mixed_ring(span: GroupSpan, p2p_ranks: int) -> bool:
+    """A Transformer Engine ring above CP 2 (``Comm.p2p_ranks`` 2: a lone ``isend`` and a lone
+    ``irecv``, each on its peer pair's two-rank communicator) whose CP group has two or more
+    ranks a node and spans nodes: a rank at a node's edge, which sets the ring's pace, has one
+    neighbour in its node (NVLink) and one in the next (the network)."""
+    return span.nodes > 1 and span.per_node > 1 and p2p_ranks == 2
+
+
+def mixed_ring_hop_sms(comm_s: float, inside_s: float, comm_sms: int, p2p_sms: int) -> float:
+    """Mean SMs a hop of ``comm_s`` seconds holds in a ``mixed_ring``: its two kernels run on
+    two communicators at once, the network peer's on ``p2p_sms`` (2 channels of a network
+    peer, NCCL_NCHANNELS_PER_NET_PEER) for the whole hop, the NVLink peer's on a collective's
+    ``comm_sms`` only while its own transfer runs (``inside_s``, the pair's send over NVLink):
+    an NCCL kernel returns its SMs when its transfer is done. Above ``comm_sms`` when the two
+    take as long (both kernels resident the whole hop), ``p2p_sms`` as the NVLink share
+    vanishes."""
+    if comm_s <= 0:
+        return float(p2p_sms)
+    return (comm_sms * min(inside_s, comm_s) + p2p_sms * comm_s) / comm_s
