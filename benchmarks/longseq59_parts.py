@@ -47,7 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from part_cases import collect, priced_rows, print_case, run
 
-from trainsim import TrainsimError, pricing
+from trainsim import TrainsimError, catalog, pricing
 from trainsim.compute import roofline
 from trainsim.validate import kernels as vk
 from trainsim.validate.training import predict_training_row
@@ -114,8 +114,12 @@ def ring_step(row: dict[str, str], impl: str, backward: bool) -> Attention:
     """One later ring step's call on the pacing rank (the whole causal call without CP), one
     micro-batch, the heads of one tensor-parallel rank."""
     s, tp, cp = int(row["seq_length"]), int(row["tp"] or 1), int(row["cp"] or 1)
-    heads, kv = int(row["num_attention_heads"]), int(row["num_kv_heads"] or row["num_attention_heads"])
-    hd = int(row.get("head_dim") or 0) or int(row["hidden_size"]) // heads
+    preset = catalog.model(row["model"])  # where the row gives no shape columns
+    heads = int(row.get("num_attention_heads") or preset.num_attention_heads)
+    kv = int(row.get("num_kv_heads") or (preset.num_kv_heads if not row.get(
+        "num_attention_heads") else heads))
+    hd = int(row.get("head_dim") or 0) or (int(row["hidden_size"]) // heads
+                                           if row.get("hidden_size") else preset.kv_channels)
     b = int(row["micro_batch_size"] or 1)
     q = s // cp
     return Attention("attn_core.te_ring1", batch=b, heads=heads // tp, kv_heads=max(1, kv // tp),
