@@ -15,6 +15,9 @@ FP32_ACCUMULATION = "bf16_grads_to_fp32"
 """Name of the op that adds a backward's 16-bit weight gradients into fp32 ones."""
 GRAD16_ACCUMULATION = "grads_accumulate_16bit"
 """Name of the op that adds a backward's weight gradients into the 16-bit ``.grad``."""
+AUTOGRAD_FP32_ADD = "autograd_grad_add_fp32"
+"""Name of the op by which autograd's ``AccumulateGrad`` adds a backward's fp32 weight gradients
+into the existing fp32 ``.grad`` (DDP under autocast)."""
 FP32_GRAD_ADD = "grads_add_into_fp32"
 """Name of the op that adds a backward's 16-bit weight gradients into an fp32 buffer, one
 mixed-dtype ``add_`` kernel a tensor (profile feature ``fp32_grad_add``)."""
@@ -54,6 +57,13 @@ def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: boo
       release (``workload.wgrad_fusion``): the DistributedOptimizer rows of Megatron-LLaMA,
       whose script passes ``--no-gradient-accumulation-fusion``.
 
+    * DistributedDataParallel over fp32 parameters under ``torch.autocast`` (the ``pytorch``
+      profile's ``ddp``, ZeRO 0): the cast's backward hands each parameter an fp32 gradient
+      and ``AccumulateGrad`` adds it into ``.grad`` in place when one is there (reads 4 + 4,
+      writes 4; one kernel per tensor): on every micro-batch where ``zero_grad`` zeroes the
+      gradients (torch before 2.0), on all but the first where it sets them to None (profile
+      feature ``grads_set_to_none``); spread evenly over the step's backward passes.
+
     Other stacks accumulate inside the weight-gradient GEMM (Megatron's
     ``gradient_accumulation_fusion``) or price their accumulation elsewhere: nothing to add."""
     p, t = cfg.parallel, cfg.training
@@ -72,6 +82,8 @@ def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: boo
             and t.grad_reduce_in_fp32:
         tensors = _grad_tensors(cfg, layers, first, last)
         return [Elementwise(FP32_GRAD_ADD, bytes=10.0 * sum(tensors), kernels=len(tensors))]
+    if p.data_parallel_impl == "ddp" and p.zero_stage == 0:
+        return _autocast_grad_accumulation(cfg, layers, first, last)
     if not (p.data_parallel_impl == "deepspeed" and p.zero_stage <= 1):
         return []
     tensors = _grad_tensors(cfg, layers, first, last)
@@ -79,6 +91,22 @@ def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: boo
         return [Elementwise(FP32_ACCUMULATION, bytes=18.0 * sum(tensors),
                             kernels=2 * len(tensors))]
     return [Elementwise(GRAD16_ACCUMULATION, bytes=6.0 * sum(tensors), kernels=len(tensors))]
+
+
+def _autocast_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: bool,
+                                last: bool) -> list[Op]:
+    """Autograd's in-place fp32 ``+=`` into DDP's ``.grad`` (``fp32_grad_accumulation``), per
+    micro-batch: 12 bytes an element times the share of the step's backward passes that add."""
+    t = cfg.training
+    if t.dtype not in ("bf16", "fp16") or not t.grad_reduce_in_fp32:
+        return []
+    n = cfg.num_microbatches
+    adds = n - 1 if profile_supports(cfg, "grads_set_to_none") else n
+    tensors = _grad_tensors(cfg, layers, first, last)
+    if not tensors or adds <= 0:
+        return []
+    return [Elementwise(AUTOGRAD_FP32_ADD, bytes=12.0 * adds / n * sum(tensors),
+                        kernels=len(tensors))]
 
 
 def fsdp2_unsharded_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: bool,
