@@ -446,7 +446,7 @@ def rows(hybrid: bool = False) -> list[dict[str, str]]:
         if ids.count(r["id"]) > 1:
             r["id"] += f"-gbs{r['global_batch_size']}"
         if not hybrid and (said := bridge_recipe_cells.note(r["id"], r["framework_version"])):
-            r.update(bridge_recipe_cells.cells(r["id"]))
+            r.update(bridge_recipe_cells.cells(r["id"], r["tp"]))
             r["note"] += f"; {said}"
     return out
 

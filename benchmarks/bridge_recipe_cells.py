@@ -22,7 +22,12 @@ its CUDA-graph scope, dispatcher, recompute and pipeline layout:
   unset (every model recipe here sets ``cuda_graph_impl = "none"``);
 - ``moe_dispatcher``: the config's ``moe_flex_dispatcher_backend`` (HybridEP on every GPU here);
 - recompute: the config's ``recompute_modules`` (selective, overrides.py L154-156; an empty
-  list recomputes nothing), else the recipes' none.
+  list recomputes nothing), else the recipes' none;
+- ``sequence_parallel``: on exactly where TP > 1 (utils/utils.py L74-76, overrides.py L226).
+
+``ROWS_2604``: the 26.04.01 section's rows, read the same way from v0.4.2 (its line numbers in
+``RULE_LINES_2604``); there a MoE config naming no flex backend runs the all-to-all dispatcher
+(overrides.py L230-233), stated as ``alltoall``.
 
 ``FP8_CS``: an archive "FP8" row of 26.04.01 / 26.06 ran the per-tensor current-scaling recipe:
 its model and system have an ``FP8_CS`` workload config and none of the other per-tensor
@@ -58,6 +63,7 @@ GPT_OSS = "gpt_oss/gpt_oss_workload_base_configs.py"
 QWEN3 = "qwen/qwen3_workload_base_configs.py"
 FULL = "full_iteration"
 TE_SCOPES = "attn;moe_router;moe_preprocess"
+ROUTER_SCOPES = "moe_router;moe_preprocess"
 DS_LAYOUT = "Et*4|(t*4|)*14tmL"
 
 
@@ -107,10 +113,72 @@ ROWS_2606 = {
 }
 """Row id -> (workload config file, name) and the cells its recipe states."""
 
+_ROW4 = "bridgearch2604p1-"
+ROWS_2604 = {
+    _ROW4 + "llama3-70b-gb300-64-mxfp8": _r(
+        (LLAMA3, "LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2"), "pp_overlap;dp_overlap"),
+    _ROW4 + "llama3-70b-gb300-64-nvfp4": _r(
+        (LLAMA3, "LLAMA3_70B_PRETRAIN_CONFIG_GB300_NVFP4_V2"), "pp_overlap;dp_overlap"),
+    _ROW4 + "llama3-70b-gb200-64-mxfp8": _r(
+        (LLAMA3, "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_MX_V2"), "tp_overlap;pp_overlap;dp_overlap"),
+    _ROW4 + "llama3-70b-gb200-64-nvfp4": _r(
+        (LLAMA3, "LLAMA3_70B_PRETRAIN_CONFIG_GB200_NVFP4_V2"), "pp_overlap;dp_overlap"),
+    _ROW4 + "llama3.1-405b-gb300-256-fp8": _r(
+        (LLAMA31, "LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_CS_V2"), "tp_overlap;pp_overlap;dp_overlap",
+        fp8_recipe="current"),
+    _ROW4 + "llama3.1-405b-gb300-256-mxfp8": _r(
+        (LLAMA31, "LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_MX_V2"), "tp_overlap;pp_overlap;dp_overlap"),
+    _ROW4 + "llama3.1-405b-gb300-256-nvfp4": _r(
+        (LLAMA31, "LLAMA31_405B_PRETRAIN_CONFIG_GB300_NVFP4_V2"), "pp_overlap;dp_overlap"),
+    _ROW4 + "llama3.1-405b-gb200-256-mxfp8": _r(
+        (LLAMA31, "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_MX_V2"), "tp_overlap;pp_overlap;dp_overlap"),
+    _ROW4 + "llama3.1-405b-gb200-256-nvfp4": _r(
+        (LLAMA31, "LLAMA31_405B_PRETRAIN_CONFIG_GB200_NVFP4_V2"), "pp_overlap;dp_overlap"),
+    _ROW4 + "deepseek-v3-gb300-256-mxfp8": _r(
+        (DEEPSEEK, "DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V2"), "pp_overlap;dp_overlap", "",
+        "hybridep", "mla_up_proj", DS_LAYOUT),
+    _ROW4 + "deepseek-v3-b300-256-mxfp8": _r(
+        (DEEPSEEK, "DEEPSEEK_V3_PRETRAIN_CONFIG_B300_FP8_MX_V2"), "dp_overlap;cuda_graphs",
+        TE_SCOPES, "hybridep", "mla_up_proj"),
+    _ROW4 + "gpt-oss-120b-gb300-64-bf16": _r(
+        (GPT_OSS, "GPT_OSS_120B_PRETRAIN_CONFIG_GB300_BF16_V2"), "dp_overlap;cuda_graphs",
+        TE_SCOPES, "alltoall"),
+    _ROW4 + "gpt-oss-120b-gb200-64-bf16": _r(
+        (GPT_OSS, "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2"), "dp_overlap;ep_overlap", "",
+        "alltoall", "layernorm;moe_act"),
+    _ROW4 + "gpt-oss-120b-b300-64-bf16": _r(
+        (GPT_OSS, "GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V2"), "dp_overlap;cuda_graphs",
+        TE_SCOPES, "hybridep"),
+    _ROW4 + "qwen3-30b-a3b-gb300-8-mxfp8": _r(
+        (QWEN3, "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_FP8_MX_V1"), "dp_overlap;cuda_graphs",
+        ROUTER_SCOPES, "hybridep"),
+    _ROW4 + "qwen3-30b-a3b-gb200-8-mxfp8": _r(
+        (QWEN3, "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1"), "dp_overlap;cuda_graphs",
+        ROUTER_SCOPES, "hybridep"),
+    _ROW4 + "qwen3-30b-a3b-b300-8-mxfp8": _r(
+        (QWEN3, "QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_FP8_MX_V1"), "dp_overlap;cuda_graphs",
+        ROUTER_SCOPES, "hybridep"),
+    _ROW4 + "qwen3-235b-a22b-gb300-256-mxfp8": _r(
+        (QWEN3, "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB300_FP8_MX_V2"),
+        "pp_overlap;dp_overlap;cuda_graphs", TE_SCOPES, "hybridep"),
+    _ROW4 + "qwen3-235b-a22b-b300-256-mxfp8": _r(
+        (QWEN3, "QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_FP8_MX_V2"), "dp_overlap", "", "hybridep"),
+}
+"""The 26.04.01 section's rows (Megatron-Bridge v0.4.2), read as ``ROWS_2606``; the MoE rows
+whose config names no flex backend run ``alltoall`` (overrides.py L230-233). Left out:
+llama3-70b-gb300-64-fp8 (LLAMA3_70B_..._GB300_FP8_CS_V2: Megatron FSDP with
+``cpu_offloading_num_layers`` 20, which the archive file has no column for)."""
+
+RELEASES = {"26.06": (TAG, ROWS_2606), "26.04": ("v0.4.2", ROWS_2604)}
+"""framework_version -> (Megatron-Bridge tag, the rows read from its recipes)."""
+
 RULE_LINES = (
     # the default config variant, and V1 where no V2 exists
     ("scripts/performance/argument_parser.py", 909, 'default="v2"'),
     ("scripts/performance/utils/utils.py", 111, 'if config_variant.lower() == "v2":'),
+    # sequence parallel exactly where TP > 1
+    ("scripts/performance/utils/utils.py", 76, "return bool(self.tensor_model_parallel_size > 1)"),
+    ("scripts/performance/utils/overrides.py", 226, "cfg.model.sequence_parallel = settings.sequence_parallel"),
     # recompute_modules -> selective
     ("scripts/performance/utils/overrides.py", 155, "recipe.model.recompute_modules = recompute_modules"),
     ("scripts/performance/utils/overrides.py", 156, 'recipe.model.recompute_granularity = "selective"'),
@@ -141,6 +209,60 @@ RULE_LINES = (
 )
 """(path, line, text the line holds) at ``TAG``: the rules the cells above follow."""
 
+RULE_LINES_2604 = (
+    ("scripts/performance/argument_parser.py", 816, 'default="v2"'),
+    ("scripts/performance/utils/utils.py", 106, 'if config_variant.lower() == "v2":'),
+    ("scripts/performance/utils/utils.py", 71, "return bool(self.tensor_model_parallel_size > 1)"),
+    ("scripts/performance/utils/overrides.py", 210, "cfg.model.sequence_parallel = settings.sequence_parallel"),
+    ("scripts/performance/utils/overrides.py", 149, "recipe.model.recompute_modules = recompute_modules"),
+    ("scripts/performance/utils/overrides.py", 150, 'recipe.model.recompute_granularity = "selective"'),
+    ("scripts/performance/utils/overrides.py", 158,
+     "recipe.comm_overlap.overlap_moe_expert_parallel_comm = True"),
+    # no flex backend named: the all-to-all dispatcher
+    ("scripts/performance/utils/overrides.py", 233, 'cfg.model.moe_token_dispatcher_type = "alltoall"'),
+    # TP overlap dropped at TP 1; pipeline sends overlapped where PP > 1 and VP > 1
+    ("src/megatron/bridge/training/comm_overlap.py", 443, "if model_cfg.tensor_model_parallel_size < 2:"),
+    ("src/megatron/bridge/training/comm_overlap.py", 456, "comm_overlap_cfg.overlap_p2p_comm = True"),
+    # Llama 3 70B and 3.1 405B: no graphs, no recompute, DDP overlap, TP overlap (off under NVFP4)
+    ("src/megatron/bridge/recipes/llama/llama3.py", 697, 'cfg.model.cuda_graph_impl = "none"'),
+    ("src/megatron/bridge/recipes/llama/llama3.py", 705, "cfg.model.recompute_granularity = None"),
+    ("src/megatron/bridge/recipes/llama/llama3.py", 727, "cfg.ddp.overlap_grad_reduce = True"),
+    ("src/megatron/bridge/recipes/llama/llama3.py", 738, "tp_comm_overlap=True,"),
+    ("src/megatron/bridge/recipes/llama/llama3.py", 1148, 'cfg.model.cuda_graph_impl = "none"'),
+    ("src/megatron/bridge/recipes/llama/llama3.py", 1156, "cfg.model.recompute_granularity = None"),
+    ("src/megatron/bridge/recipes/llama/llama3.py", 1178, "cfg.ddp.overlap_grad_reduce = True"),
+    ("src/megatron/bridge/recipes/llama/llama3.py", 1189, "tp_comm_overlap=True,"),
+    (f"{CONFIGS}/llama/llama3_llm_pretrain.py", 80,
+     'cfg.comm_overlap.tp_comm_overlap = False if precision == "nvfp4"'),
+    (f"{CONFIGS}/llama/llama3_llm_pretrain.py", 115,
+     'cfg.comm_overlap.tp_comm_overlap = False if precision == "nvfp4"'),
+    (f"{CONFIGS}/llama/llama31_llm_pretrain.py", 87,
+     'cfg.comm_overlap.tp_comm_overlap = False if precision == "nvfp4"'),
+    (f"{CONFIGS}/llama/llama31_llm_pretrain.py", 122,
+     'cfg.comm_overlap.tp_comm_overlap = False if precision == "nvfp4"'),
+    # DeepSeek-V3: selective (modules from the config), layout, no graphs by default, DDP overlap
+    (f"{CONFIGS}/deepseek/deepseek_llm_pretrain.py", 39, 'cfg.model.recompute_granularity = "selective"'),
+    (f"{CONFIGS}/deepseek/deepseek_llm_pretrain.py", 70,
+     "cfg.model.pipeline_model_parallel_layout = base_cfg.pp_layout"),
+    (f"{CONFIGS}/deepseek/deepseek_llm_pretrain.py", 78, "cfg.comm_overlap.overlap_grad_reduce = True"),
+    (f"{CONFIGS}/deepseek/deepseek_llm_pretrain.py", 180, "cfg.comm_overlap.overlap_grad_reduce = True"),
+    ("src/megatron/bridge/recipes/deepseek/deepseek_v3.py", 125, 'cfg.model.cuda_graph_impl = "none"'),
+    # GPT-OSS 120B: no graphs, no recompute, DDP overlap; GB200's CommOverlapConfig set before
+    # the workload config (so its moe_a2a_overlap holds)
+    ("src/megatron/bridge/recipes/gpt_oss/gpt_oss.py", 215, 'cfg.model.cuda_graph_impl = "none"'),
+    ("src/megatron/bridge/recipes/gpt_oss/gpt_oss.py", 228, "cfg.model.recompute_granularity = None"),
+    ("src/megatron/bridge/recipes/gpt_oss/gpt_oss.py", 250, "cfg.ddp.overlap_grad_reduce = True"),
+    (f"{CONFIGS}/gpt_oss/gpt_oss_llm_pretrain.py", 81, "cfg.comm_overlap = CommOverlapConfig("),
+    (f"{CONFIGS}/gpt_oss/gpt_oss_llm_pretrain.py", 84, "set_workload_base_configs(cfg, base_cfg)"),
+    # Qwen3 MoE: the perf configs' no recompute, the recipes' no graphs and DDP overlap
+    (f"{CONFIGS}/qwen/qwen3_llm_pretrain.py", 33, "cfg.model.recompute_granularity = None"),
+    ("src/megatron/bridge/recipes/qwen/qwen3_moe.py", 70, 'cfg.model.cuda_graph_impl = "none"'),
+    ("src/megatron/bridge/recipes/qwen/qwen3_moe.py", 119, "cfg.ddp.overlap_grad_reduce = True"),
+    ("src/megatron/bridge/recipes/qwen/qwen3_moe.py", 184, 'cfg.model.cuda_graph_impl = "none"'),
+    ("src/megatron/bridge/recipes/qwen/qwen3_moe.py", 232, "cfg.ddp.overlap_grad_reduce = True"),
+)
+"""The same rules at v0.4.2 (``ROWS_2604``)."""
+
 FP8_CS = {
     "bridgearch2606-llama3.1-405b-gb300-256-fp8": (LLAMA31, "LLAMA31_405B", "GB300"),
     "bridgearch2604p1-llama3.1-405b-gb300-256-fp8": (LLAMA31, "LLAMA31_405B", "GB300"),
@@ -157,12 +279,14 @@ def note(rid: str, version: str) -> str:
         out.append(f"'FP8' = current scaling: Megatron-Bridge@{TAGS[version]} {CONFIGS}/{f} has "
                    f"{model}_PRETRAIN_CONFIG_{system}_FP8_CS_V1/_V2 and no other per-tensor fp8 "
                    "config (FP8_SC) for it (FP8_CS)")
-    if rid in ROWS_2606:
-        c = ROWS_2606[rid]
+    tag, read = RELEASES.get(version, ("", {}))
+    if rid in read:
+        c = read[rid]
         f, name = c["config"]
+        table = "ROWS_" + version.replace(".", "")
         out.append(
-            f"the recipe's cells (ROWS_2606, Megatron-Bridge@{TAG}): {CONFIGS}/{f} {name}; options "
-            f"{c['options']} (the whole set)"
+            f"the recipe's cells ({table}, Megatron-Bridge@{tag}): {CONFIGS}/{f} {name}; options "
+            f"{c['options']} (the whole set), sequence parallel where TP > 1"
             + (f", CUDA graphs {c['cuda_graph_scope']}" if c["cuda_graph_scope"] else
                ", no CUDA graphs")
             + (f", dispatcher {c['moe_dispatcher']}" if c["moe_dispatcher"] else "")
@@ -172,32 +296,38 @@ def note(rid: str, version: str) -> str:
     return "; ".join(out)
 
 
-def cells(rid: str) -> dict[str, str]:
-    """The cells ``rid``'s recipe states (empty: none read)."""
+def cells(rid: str, tp: str) -> dict[str, str]:
+    """The cells ``rid``'s recipe states (empty: none read); ``tp``: the row's TP (the perf
+    scripts run sequence parallel exactly where TP > 1)."""
     out = {}
     if rid in FP8_CS:
         out["fp8_recipe"] = "current"
-    if rid in ROWS_2606:
-        out.update({k: v for k, v in ROWS_2606[rid].items() if k != "config"})
+    stated = ROWS_2606.get(rid) or ROWS_2604.get(rid)
+    if stated:
+        out.update({k: v for k, v in stated.items() if k != "config"},
+                   sequence_parallel="1" if int(tp) > 1 else "0")
         if not out["fp8_recipe"]:
             del out["fp8_recipe"]
     return out
 
 
 def _derived(cfg: dict) -> dict[str, str]:
-    """The cells a workload config itself gives."""
+    """The cells a workload config itself gives: a run with experts (EP > 1) dispatches with
+    the config's flex backend, else all-to-all (overrides.py)."""
     impl = cfg.get("cuda_graph_impl")
     scope = FULL if impl == FULL else \
         ";".join(cfg.get("cuda_graph_scope") or []) if impl == "transformer_engine" else ""
-    return {"cuda_graph_scope": scope, "moe_dispatcher": cfg.get("moe_flex_dispatcher_backend") or "",
+    moe = (cfg.get("expert_model_parallel_size") or 1) > 1
+    return {"cuda_graph_scope": scope,
+            "moe_dispatcher": cfg.get("moe_flex_dispatcher_backend") or "alltoall" * moe,
             "recompute_modules": ";".join(cfg.get("recompute_modules") or []),
             "pipeline_layout": cfg.get("pp_layout") or "",
             "ep_overlap": "ep_overlap" if cfg.get("moe_a2a_overlap") else ""}
 
 
 def check(rows: dict[str, dict[str, str]]) -> list[str]:
-    """``ROWS_2606`` and ``FP8_CS`` against the mirror's recipe files, and each against the
-    archive row it names (``rows``: id -> the generated row)."""
+    """``ROWS_2606``, ``ROWS_2604`` and ``FP8_CS`` against the mirror's recipe files, and each
+    against the archive row it names (``rows``: id -> the generated row)."""
     import bridge_archive_rows as gen
 
     bad, files = [], {}
@@ -207,21 +337,25 @@ def check(rows: dict[str, dict[str, str]]) -> list[str]:
             files[(tag, f)] = gen.recipe_configs(mirror_rows.show(REPO_DIR, tag, f"{CONFIGS}/{f}"))
         return files[(tag, f)]
 
-    for path, line, want in RULE_LINES:
-        got = mirror_rows.show(REPO_DIR, TAG, path).splitlines()[line - 1]
-        if want not in got:
-            bad.append(f"{path} L{line} at {TAG}: {got.strip()!r}, not {want!r}")
+    for tag, rules in ((TAG, RULE_LINES), (TAGS["26.04"], RULE_LINES_2604)):
+        for path, line, want in rules:
+            got = mirror_rows.show(REPO_DIR, tag, path).splitlines()[line - 1]
+            if want not in got:
+                bad.append(f"{path} L{line} at {tag}: {got.strip()!r}, not {want!r}")
     sizes = {"tensor_model_parallel_size": "tp", "pipeline_model_parallel_size": "pp",
              "context_parallel_size": "cp", "virtual_pipeline_model_parallel_size": "vpp",
              "expert_model_parallel_size": "ep", "micro_batch_size": "micro_batch_size",
              "global_batch_size": "global_batch_size"}
-    for rid, c in ROWS_2606.items():
+    read = [(tag, rid, c) for tag, table in RELEASES.values() for rid, c in table.items()]
+    for tag, rid, c in read:
         row = rows.get(rid)
         f, name = c["config"]
-        cfg = configs(TAG, f).get(name)
+        cfg = configs(tag, f).get(name)
         if row is None or cfg is None:
-            bad.append(f"{rid}: no such row" if row is None else f"{rid}: no {name} at {TAG}")
+            bad.append(f"{rid}: no such row" if row is None else f"{rid}: no {name} at {tag}")
             continue
+        if not name.endswith("_V2") and name.removesuffix("_V1") + "_V2" in configs(tag, f):
+            bad.append(f"{rid}: {name}, but the default variant v2 exists at {tag}")
         for key, col in sizes.items():
             want = str(cfg.get(key) or 1)
             if row[col] != want and not (col == "global_batch_size" and rid.endswith("gbs15360")):
