@@ -43,6 +43,7 @@ forced balance), the CuTe DSL fused grouped MLP (``cutedsl_fused_grouped_mlp``).
 
 from __future__ import annotations
 
+import csv
 import re
 import sys
 from pathlib import Path
@@ -270,6 +271,16 @@ FP8_CS = {
 }
 """Archive "FP8" rows -> (config file, model, system): current scaling (``FP8_CS``)."""
 
+HELDOUT_FP8_CS = {
+    "bridge2606-llama3.1-405b-gb200-256-fp8": (LLAMA31, "LLAMA31_405B", "GB200"),
+    "bridge2606-llama3.1-405b-h100-1024-fp8": (LLAMA31, "LLAMA31_405B", "H100"),
+    "bridge2606-qwen3-30b-a3b-h100-16-fp8": (QWEN3, "QWEN3_30B_A3B", "H100"),
+}
+"""benchmarks/training_heldout.csv's Bridge "FP8" rows, the same rule (typed into that file;
+their other recipe cells are benchmarks/recipe_cells.csv's audit of the tuner, left tuned)."""
+
+HELDOUT = Path(__file__).resolve().parent / "training_heldout.csv"
+
 
 def note(rid: str, version: str) -> str:
     """The note's account of a row's stated cells ('' where none)."""
@@ -370,15 +381,20 @@ def check(rows: dict[str, dict[str, str]]) -> list[str]:
             [d["ep_overlap"]] * bool(d["ep_overlap"]) + ["cuda_graphs"] * bool(d["cuda_graph_scope"])
         if opts != want:
             bad.append(f"{rid}: options {c['options']!r}, the rules give {';'.join(want)!r}")
-    for rid, (f, model, system) in FP8_CS.items():
-        tag = TAGS[rid.split("-")[0].removeprefix("bridgearch").replace("2604p1", "26.04")
-                   .replace("2606", "26.06")]
+    with open(HELDOUT, newline="") as fh:
+        held = {r["id"]: r for r in csv.DictReader(fh) if r["id"] in HELDOUT_FP8_CS}
+    for rid, (f, model, system) in {**FP8_CS, **HELDOUT_FP8_CS}.items():
+        tag = TAGS[rid.split("-")[0].removeprefix("bridgearch").removeprefix("bridge")
+                   .replace("2604p1", "26.04").replace("2606", "26.06")]
         names = [n for n in configs(tag, f) if re.fullmatch(
             rf"{model}_PRETRAIN_CONFIG_{system}_FP8_[A-Z]+(_V\d)?", n)]
         kinds = {n.split("_FP8_")[1].split("_")[0] for n in names}
         if kinds - {"MX"} != {"CS"}:
             bad.append(f"{rid}: per-tensor fp8 configs at {tag}: {sorted(kinds)}")
-        if rid not in rows:
+        if rid in HELDOUT_FP8_CS:
+            if held.get(rid, {}).get("fp8_recipe") != "current":
+                bad.append(f"{rid}: {HELDOUT.name} does not state fp8_recipe current")
+        elif rid not in rows:
             bad.append(f"{rid}: no such row")
     return bad
 

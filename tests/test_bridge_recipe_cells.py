@@ -105,3 +105,26 @@ def test_the_typed_cells_are_the_mirrors(monkeypatch):
         wrong = {**cells.ROWS_2604, rid: {**cells.ROWS_2604[rid], col: value}}
         monkeypatch.setattr(cells, "RELEASES", {"26.04": ("v0.4.2", wrong)})
         assert [b for b in cells.check(rows) if rid in b], (rid, col)
+
+
+def test_heldout_fp8_rows_of_26x_are_current_scaling():
+    """The held-out file's Bridge "FP8" rows state the current-scaling recipe (and nothing else
+    of their recipes: benchmarks/recipe_cells.csv audits those cells as the tuner's)."""
+    with open(cells.HELDOUT, newline="") as fh:
+        rows = {r["id"]: r for r in csv.DictReader(fh) if r["framework"] == "megatron-bridge"}
+    fp8 = {k for k, r in rows.items() if k.endswith("-fp8")}
+    assert fp8 == set(cells.HELDOUT_FP8_CS)
+    assert all(rows[k]["fp8_recipe"] == "current" for k in fp8)
+    assert all(r["options"] == "" for r in rows.values())
+
+
+def test_the_heldout_cells_are_the_mirrors(monkeypatch, tmp_path):
+    if not mirror_rows.mirror(cells.REPO_DIR).exists():
+        pytest.skip("no Megatron-Bridge mirror")
+    rows = {r["id"]: r for r in gen.rows()}
+    held = tmp_path / "held.csv"
+    held.write_text(cells.HELDOUT.read_text().replace(",megatron-bridge,26.06,,,,,,current,",
+                                                      ",megatron-bridge,26.06,,,,,,,"))
+    monkeypatch.setattr(cells, "HELDOUT", held)
+    bad = cells.check(rows)
+    assert len(bad) == 3 and all("does not state fp8_recipe current" in b for b in bad)
