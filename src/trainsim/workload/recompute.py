@@ -21,7 +21,7 @@ from trainsim.workload.te_unfused import CORE_ATTENTION_OPS
 if TYPE_CHECKING:
     from trainsim.workload.shard import Shard
 
-_SHARED_EXPERT = frozenset({"shared_fc1", "shared_act", "shared_fc2"})
+_SHARED_EXPERT = frozenset({"shared_fc1", "shared_act", "shared_fc2", "shared_expert"})
 
 RECOMPUTED_OPS = {
     "layernorm": frozenset({"attn_norm", "mlp_norm", "parallel_mlp_norm", "q_norm", "kv_norm"}),
@@ -29,12 +29,13 @@ RECOMPUTED_OPS = {
     "mlp": frozenset({"fc1", "gate_proj", "up_proj", "swiglu", "gelu", "fc2"}),
     # bias_act_func: the clamp and the linear offset's copy (glu_offset_sync_op) included
     "moe_act": frozenset({"expert_act_clamp", "expert_act_offset", "expert_act"}),
-    "moe": frozenset({"router", "router_topk_softmax", "router_fake_balanced", "permute",
+    "moe": frozenset({"router_fp32_casts", "router", "router_random_logits",
+                      "router_topk_softmax", "router_fake_balanced", "moe_fc1_latent", "permute",
                       "moe_tokens_to_host", "moe_capacity_counts", "moe",
                       "expert_fc1", "expert_act_clamp", "expert_act_offset", "expert_act",
                       "expert_fc2",
                       "unpermute", "expert_fp8_pad", "expert_fp8_unpad",
-                      "hybridep_stage_in"}) | _SHARED_EXPERT,
+                      "hybridep_stage_in", "moe_fc2_latent"}) | _SHARED_EXPERT,
     "shared_experts": _SHARED_EXPERT,
 }
 """Forward ops (by name before any '.') each Megatron-core ``--recompute-modules`` entry re-runs
@@ -44,7 +45,14 @@ gate and up projections (``shard.separate_projections``), which stand for its fc
 ``qkv_up_proj_and_rope_apply``, which runs ``linear_q_proj`` where the query has no LoRA
 (core_v0.14.0 multi_latent_attention.py). ``moe`` checkpoints the MoE layer's
 whole ``custom_forward``, whose ``experts_compute`` runs the shared experts too (core_v0.14.0
-megatron/core/transformer/moe/moe_layer.py). A module checkpointed inside ``moe`` and
+megatron/core/transformer/moe/moe_layer.py), every op from the router to the shared experts'
+sum: the router's fp32 casts and a forced-balance run's random logits (router.py), a latent
+MoE's ``fc1_latent_proj`` / ``fc2_latent_proj`` (``preprocess`` / ``postprocess``), the token
+dispatch and combine with their communication and host sync (HybridEP's ``dispatch_with_permute``
+blocks on the token count again: ``_HybridEPManager.combine`` resets ``num_permuted_tokens``),
+the shared experts' tensor-parallel gather and reduction (core_r0.18.0 d0b3b775 moe_layer.py
+L620-690 ``custom_forward`` under ``te_checkpoint`` / ``tensor_parallel.checkpoint``,
+token_dispatcher.py L1083-1140); only the pre-MLP norm and the residual add lie outside. A module checkpointed inside ``moe`` and
 selected too re-runs twice: ``shared_experts`` (``tensor_parallel.checkpoint`` around the shared
 experts inside ``custom_forward``: the outer re-run runs its forward once, its own backward
 again) and ``moe_act`` (experts.py ``CheckpointWithoutOutput``: run again by the outer re-run,
