@@ -221,7 +221,13 @@ def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> 
         # it feeds, which keeps it (memory.te_spec: the FC1 input of a dense layer neither)
         fused_norms = norms_fused(cfg)
         per = 0.0 if fused_norms else x
-        if moe and "moe" not in modules:
+        if moe and "moe" in modules:
+            # the MoE layer's 16-bit input, the pre-MLP norm's output its checkpoint saved: the
+            # norm's CheckpointWithoutOutput frees that storage after the layer
+            # (transformer_layer.py discard_output_and_register_recompute); never fused, an MoE
+            # layer's pre-MLP norm is a TENorm (core_r0.18.0 d0b3b775 L486-491)
+            per += 2 if pre_mlp_norm_recomputed(cfg) else 0
+        elif moe:
             # the router's 16-bit input (moe_utils.py RouterGatingLinearFunction
             # ``ctx.save_for_backward(inp, weight, bias)``), the shared experts' fp8 copy; not
             # where a router graph keeps the norm (graph_outputs.pre_mlp_norm_recomputed)
@@ -234,8 +240,11 @@ def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> 
         out += T * 2 * (2 * m.qk_dim + m.v_dim) / t
     if "mlp" in modules and not moe:  # the MLP's inner tensors; its input stays
         out += T * _inner_bytes(cfg, m.ffn_size) / t
-    if moe and "moe" in modules:  # the whole expert block but its input
-        out += _moe_block_bytes(cfg) - T * h * 2 / shared_div
+    if moe and "moe" in modules:  # the whole expert block but its inputs: the pre-MLP norm's
+        # (saved by the norm) and the norm's output, the MoE layer's input, which its checkpoint
+        # saves (moe_layer.py te_checkpoint / tensor_parallel.checkpoint over custom_forward,
+        # core_r0.18.0 d0b3b775 L670-687: everything inside runs under no_grad)
+        out += _moe_block_bytes(cfg) - 2 * T * h * 2 / shared_div
     elif moe:
         if "moe_act" in modules:  # the activation's output (the FC2 input) of every copy
             f = m.expert_ffn_size / p.etp
