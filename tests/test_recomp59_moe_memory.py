@@ -1,7 +1,7 @@
 """What Megatron-core's ``--recompute-modules moe`` (with and without ``layernorm``) keeps of an
 MoE layer, by hand (issue 17; Megatron-LM core_r0.18.0 d0b3b775).
 
-``moe`` checkpoints the MoE layer's ``custom_forward`` (moe_layer.py L670-687): its forward runs
+``moe`` checkpoints the MoE layer's ``custom_forward`` (moe_layer.py L642-703): its forward runs
 under no_grad, so the layer keeps only the checkpoint's input, the pre-MLP norm's 16-bit output,
 beside the norm's own saved input. ``layernorm`` wraps that norm in ``CheckpointWithoutOutput``
 and frees its output's storage after the layer (transformer_layer.py

@@ -3,7 +3,7 @@
 ``MoELayer.forward`` wraps its whole ``custom_forward`` (router, latent projection, dispatch with
 its communication and host sync, experts, combine, shared experts and their sum) in
 ``te_checkpoint`` / ``tensor_parallel.checkpoint`` (NVIDIA/Megatron-LM core_r0.18.0 d0b3b775,
-the Nemotron 3 rows' Megatron-Bridge v0.5.0 pin: moe_layer.py L620-690); only the pre-MLP norm
+the Nemotron 3 rows' Megatron-Bridge v0.5.0 pin: moe_layer.py L642-703); only the pre-MLP norm
 before it and the residual add after it lie outside. The time path's re-run must hold every op
 the layer builder puts between the two, whatever the dispatcher, precision or model.
 """

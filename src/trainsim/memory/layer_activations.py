@@ -243,7 +243,7 @@ def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> 
     if moe and "moe" in modules:  # the whole expert block but its inputs: the pre-MLP norm's
         # (saved by the norm) and the norm's output, the MoE layer's input, which its checkpoint
         # saves (moe_layer.py te_checkpoint / tensor_parallel.checkpoint over custom_forward,
-        # core_r0.18.0 d0b3b775 L670-687: everything inside runs under no_grad)
+        # core_r0.18.0 d0b3b775 L642-703: everything inside runs under no_grad)
         out += _moe_block_bytes(cfg) - 2 * T * h * 2 / shared_div
     elif moe:
         if "moe_act" in modules:  # the activation's output (the FC2 input) of every copy

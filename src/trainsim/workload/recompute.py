@@ -48,11 +48,12 @@ whole ``custom_forward``, whose ``experts_compute`` runs the shared experts too 
 megatron/core/transformer/moe/moe_layer.py), every op from the router to the shared experts'
 sum: the router's fp32 casts and a forced-balance run's random logits (router.py), a latent
 MoE's ``fc1_latent_proj`` / ``fc2_latent_proj`` (``preprocess`` / ``postprocess``), the token
-dispatch and combine with their communication and host sync (HybridEP's ``dispatch_with_permute``
-blocks on the token count again: ``_HybridEPManager.combine`` resets ``num_permuted_tokens``),
-the shared experts' tensor-parallel gather and reduction (core_r0.18.0 d0b3b775 moe_layer.py
-L620-690 ``custom_forward`` under ``te_checkpoint`` / ``tensor_parallel.checkpoint``,
-token_dispatcher.py L1083-1140); only the pre-MLP norm and the residual add lie outside. A module checkpointed inside ``moe`` and
+dispatch and combine with their communication and host sync (HybridEP's
+``dispatch_with_permute`` blocks on the token count again: ``_HybridEPManager.combine`` resets
+``num_permuted_tokens``), the shared experts' tensor-parallel gather and reduction
+(core_r0.18.0 d0b3b775 moe_layer.py L642-703 ``custom_forward`` under ``te_checkpoint`` /
+``tensor_parallel.checkpoint``, token_dispatcher.py L1036-1140); only the pre-MLP norm and the
+residual add lie outside. A module checkpointed inside ``moe`` and
 selected too re-runs twice: ``shared_experts`` (``tensor_parallel.checkpoint`` around the shared
 experts inside ``custom_forward``: the outer re-run runs its forward once, its own backward
 again) and ``moe_act`` (experts.py ``CheckpointWithoutOutput``: run again by the outer re-run,
