@@ -22,11 +22,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from part_cases import collect, priced_rows, print_case, run
+from part_cases import collect, priced, priced_rows, print_case, run
 
 from trainsim import pricing
 from trainsim.compute import roofline
-from trainsim.validate.training import predict_training_row
 from trainsim.workload.ops import Attention, Elementwise
 
 HERE = Path(__file__).parent
@@ -62,14 +61,9 @@ def _scale(label: str) -> None:
         pricing.Pricer._comm_time = doubled
 
 
-def _one(row: dict[str, str]) -> tuple[str, float, float | None]:
-    res = predict_training_row(row)
-    return row["id"], res.measured, res.predicted
-
-
 def case(label: str, path: Path) -> None:
     _scale(label)
-    print_case(_one, path)
+    print_case(priced, path)
 
 
 def main(path: Path) -> None:

@@ -45,7 +45,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from part_cases import collect, priced_rows, print_case, run
+from part_cases import collect, priced, priced_rows, print_case, run
 
 from trainsim import TrainsimError, catalog, pricing
 from trainsim.compute import roofline
@@ -96,14 +96,9 @@ def _scale(label: str) -> None:
         pricing.Pricer._comm_time = doubled
 
 
-def _one(row: dict[str, str]) -> tuple[str, float, float | None]:
-    res = predict_training_row(row)
-    return row["id"], res.measured, res.predicted
-
-
 def case(label: str, path: Path) -> None:
     _scale(label)
-    print_case(_one, path)
+    print_case(priced, path)
 
 
 def _fmt(x: float | None) -> str:

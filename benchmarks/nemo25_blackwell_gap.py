@@ -31,11 +31,12 @@ import tempfile
 from multiprocessing import Pool
 from pathlib import Path
 
+from part_cases import priced
+
 from trainsim.catalog import model
 from trainsim.compute import roofline
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.errata import corrected_file
-from trainsim.validate.training import predict_training_row
 from trainsim.workload.ops import Attention, Gemm
 
 HERE = Path(__file__).parent
@@ -79,11 +80,6 @@ def _scale(change: dict[str, float]) -> None:
     roofline.RooflineModel._time = scaled
 
 
-def _one(row: dict[str, str]) -> tuple[str, float, float | None]:
-    res = predict_training_row(row)
-    return row["id"], res.measured, res.predicted
-
-
 def case(label: str) -> None:
     """One case in a fresh process (prices are cached per process): id, measured, predicted."""
     _scale(CASES[label])
@@ -92,7 +88,7 @@ def case(label: str) -> None:
         sel = [dict(r, options=";".join(o for o in r["options"].split(";") if o != "tp_overlap"))
                for r in sel]
     with Pool(2) as pool:
-        for rid, m, p in pool.map(_one, sel):
+        for rid, m, p in pool.map(priced, sel):
             print(f"{rid},{m},{p if p is not None else ''}", flush=True)
 
 

@@ -2,9 +2,9 @@
 case, each case in a fresh process (trainsim caches prices per process, so a case that patches a
 price must not share one with another), the rows of a case on two worker processes.
 
-A script defines ``_scale(label)`` (the patch a case applies) and ``_one(row)`` (id, measured and
-predicted seconds), then calls ``print_case`` from its ``case`` entry point and ``collect`` from
-its ``main``.
+A script defines ``_scale(label)`` (the patch a case applies) and a row's pricing (id, measured and
+predicted seconds: ``priced`` unless it needs its own), then calls ``print_case`` from its
+``case`` entry point and ``collect`` from its ``main``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,14 @@ Priced = tuple[str, float, float | None]
 def rows(path: Path) -> list[dict[str, str]]:
     with path.open(newline="") as fh:
         return list(csv.DictReader(fh))
+
+
+def priced(row: dict[str, str]) -> Priced:
+    """``row``'s id, measured and predicted seconds as ``trainsim validate`` prices it."""
+    from trainsim.validate.training import predict_training_row
+
+    res = predict_training_row(row)
+    return row["id"], res.measured, res.predicted
 
 
 def print_case(one: Callable[[dict[str, str]], Priced], path: Path) -> None:
