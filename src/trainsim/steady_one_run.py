@@ -21,15 +21,16 @@ from trainsim.summary import Summary, add_compute, critical_stage, stage_sums, t
 
 _duration = attrgetter("duration_s")
 
-def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int], cut: int,
-             shift: int, q: int, state: bool = False) -> Summary | None:
+def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int],
+             cut: int | list[int], shift: int, q: int, state: bool = False) -> Summary | None:
     """The summary from run A alone, where :func:`engine.periodic.period_in_run_s` proves the
     period on it (``state``: :func:`engine.periodic.period_of_state_s`, which holds where
     tasks slow each other in the period too): with A's period before the cut (schedule
     positions ``cut - shift`` to ``cut``, stage 0's cut, on every stage) ``k + 1`` times,
     ``k = (m - m_a) / q``, A is the iteration. Every end after the cut moves by ``k P``; every
     sum grows by ``k`` times the period's part of it. ``warm``: each stage's warm-up
-    forwards."""
+    forwards; ``cut``: one position for every stage, or each stage's (zb_2p's, where its
+    stages run their passes periods apart, :func:`trainsim.steady_zb2p.rank_cuts`)."""
     pp, m_a, tags, tasks = len(orders), graph.m, graph.tags, tl.tasks
     # One schedule position for every stage, stage 0's cut: a pass waits on passes of the
     # neighbouring stages (and, interleaved, of the last stage for the next chunk) at most
@@ -40,9 +41,10 @@ def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int],
     # split backward), which a longer run has at its ends only.
     name = cfg.parallel.pipeline_schedule
     ends, step = _end_passes(m_a, _chunks(orders), name), _label_step(name, q)
-    if not all(w <= cut - shift and cut <= len(order) - w
-               and ends.isdisjoint(_passes(order[cut - shift:cut]))
-               for order, w in zip(orders, warm)):
+    cuts = [cut] * pp if isinstance(cut, int) else cut
+    if not all(w <= c - shift and c <= len(order) - w
+               and ends.isdisjoint(_passes(order[c - shift:c]))
+               for order, w, c in zip(orders, warm, cuts)):
         return None
     part = np.zeros(len(tasks), dtype=np.uint8)
     bounds: dict[tuple[int, str], tuple[int, int]] = {}
@@ -51,7 +53,8 @@ def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int],
         seq = seqs[stream] = list(map(tags.__getitem__, queue))
         if seq != sorted(seq):
             return None  # not placed in schedule order: no positional twin
-        i1, i2 = bounds[stream] = bisect_left(seq, cut - shift), bisect_left(seq, cut)
+        c = cuts[stream[0]]
+        i1, i2 = bounds[stream] = bisect_left(seq, c - shift), bisect_left(seq, c)
         part[queue[i1:i2]] = 1
         part[queue[i2:]] = 2
 
@@ -62,7 +65,7 @@ def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int],
             return FIXED
         stream = tasks[h].stream
         order, later = orders[stream[0]], tag + shift
-        if not 0 <= tag < later < cut:
+        if not 0 <= tag < later < cuts[stream[0]]:
             return -1
         if order[later] != _bump(order[tag], step):
             return -1

@@ -103,19 +103,33 @@ def insertion_cut(a: list, b: list, step: int, ends: list[set],
     ``a[:c]``, ``b[c:]`` is ``a[c - shift:]`` with every micro-batch ``step`` later) and
     ``a``'s steps ``c - shift`` to ``c`` (in ``raw``, ``a``'s own labels, where ``a`` is
     relabelled) hold none of that rank's ``ends``; and ``shift``. None where there is none."""
-    shifts = {len(y) - len(x) for x, y in zip(a, b)}
-    if len(shifts) != 1 or (shift := shifts.pop()) <= 0:
+    found = insertion_ranges(a, b, step)
+    if found is None:
         return None
-    low, high = shift, min(map(len, a))
-    for x, y in zip(a, b):
-        prefix = next((i for i, (u, v) in enumerate(zip(x, y)) if u != v), len(x))
-        suffix = next((k for k in range(len(x)) if y[-1 - k] != _bump(x[-1 - k], step)),
-                      len(x))
-        low, high = max(low, len(y) - suffix), min(high, prefix)
+    shift, ranges = found
+    low, high = max(lo for lo, _ in ranges), min(hi for _, hi in ranges)
     for c in range(high, low - 1, -1):
         if all(e.isdisjoint(_passes(x[c - shift:c])) for x, e in zip(raw or a, ends)):
             return c, shift
     return None
+
+
+def insertion_ranges(a: list, b: list, step: int
+                     ) -> tuple[int, list[tuple[int, int]]] | None:
+    """Where each rank's order ``b`` is its order ``a`` with ``shift`` steps inserted
+    (:func:`insertion_cut`'s condition, rank by rank): ``shift`` and, per rank, the least and
+    the latest such position (none of the rank's where the least is past the latest); None
+    where the orders do not differ by one ``shift`` on every rank."""
+    shifts = {len(y) - len(x) for x, y in zip(a, b)}
+    if len(shifts) != 1 or (shift := shifts.pop()) <= 0:
+        return None
+    ranges = []
+    for x, y in zip(a, b):
+        prefix = next((i for i, (u, v) in enumerate(zip(x, y)) if u != v), len(x))
+        suffix = next((k for k in range(len(x)) if y[-1 - k] != _bump(x[-1 - k], step)),
+                      len(x))
+        ranges.append((max(shift, len(y) - suffix), min(len(x), prefix)))
+    return shift, ranges
 
 
 @functools.lru_cache(maxsize=256)
@@ -147,4 +161,5 @@ def named_plan(name: str, pp: int, vpp: int, q: int = 1) -> tuple[int, int, int]
     return None
 
 
-__all__ = ["MAX_NAMED_WARMUP", "NAMED", "inserted_at", "insertion_cut", "named_cut", "named_plan"]
+__all__ = ["MAX_NAMED_WARMUP", "NAMED", "inserted_at", "insertion_cut", "insertion_ranges", "named_cut",
+           "named_plan"]

@@ -91,10 +91,11 @@ from trainsim.steady_orders import (  # noqa: F401 - named_plan, inserted_at: th
     _per_direction,
     inserted_at,
     insertion_cut,
+    insertion_ranges,
     named_cut,
     named_plan,
 )
-from trainsim.steady_zb2p import past_transient
+from trainsim.steady_zb2p import past_transient, rank_cuts
 from trainsim.summary import Summary
 from trainsim.twin_graphs import kept_attempt
 from trainsim.workload.schedule import microbatch_group, schedule, torch_warmup
@@ -492,10 +493,18 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
         orders_b = orders_of(m_a + q)
         cut_b = cut_at[0] + shift
         warm_b = [0] * pp if name in NAMED or built else [_warmup(o, paired) for o in orders_b]
+        cuts_b = [cut_b]
+        if built:  # zb_2p: each rank's cut, its neighbours' passes periods apart in its order
+            ranges = insertion_ranges(orders, orders_b, q)
+            per_rank = ranges and rank_cuts(gb, orders_b, [
+                (low + shift, high + shift) for low, high in ranges[1]], shift,
+                _end_passes(m_a + q, 1, name))
+            cuts_b = [per_rank, cut_b] if per_rank and per_rank != [cut_b] * pp else [cut_b]
         for state in (True, False):
-            one = _one_run(cfg, gb, tb, orders_b, warm_b, cut_b, shift, q, state)
-            if one is not None:
-                return one, "state" if state else "one", m_a + q
+            for cut_x in cuts_b:
+                one = _one_run(cfg, gb, tb, orders_b, warm_b, cut_x, shift, q, state)
+                if one is not None:
+                    return one, "state" if state else "one", m_a + q
         if built and not spaced_evenly(tb, gb.tags, cut_at, shift):
             # zb_2p: its timeline still in the transient at B's cut, which no A can match
             runs.clear()

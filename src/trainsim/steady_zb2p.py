@@ -21,7 +21,7 @@ from trainsim.config import RunConfig
 from trainsim.engine.periodic import REL_TOL
 from trainsim.pricing import Pricer
 from trainsim.simulator import LayerSource, _TaskGraph
-from trainsim.steady_orders import _end_passes, insertion_cut
+from trainsim.steady_orders import _end_passes, _passes, insertion_cut
 
 MAX_CUT_STEPS = 8
 """Lengths :func:`past_transient` tries, a period apart from the first, for one whose orders
@@ -63,6 +63,51 @@ def replay_periodic_from(orders: list, times: tuple[list[float], list[float], li
                                      for x in starts):
         p -= 1
     return p
+
+
+def rank_cuts(graph, orders: list, ranges: list[tuple[int, int]], shift: int, ends: set
+              ) -> list[int] | None:
+    """Each rank's cut for a one-run proof on ``graph`` (a zb_2p run whose orders are
+    ``orders``, ``ranges`` each rank's least and latest insertion position, ``steady_orders.
+    insertion_ranges``): the latest positions, one a rank, at which no task waits on a task of
+    a later period on another stream (nor the prefix on the period, nor the period on the
+    tail), and no period holds an end pass (``ends``); None where there are none within the
+    ranges. A common position on every rank does not do that for zb_2p: its search puts a
+    neighbour's pass that one waits on several positions on, a period later or more in its
+    order (settle58 Lead 2: 172 of tests/test_steady_zb2p.py's 185 proven configs refused by
+    the state proof, ``engine.periodic.period_of_state_s``). A task waiting on one of an
+    earlier period is left to the proofs (``period_of_state_s`` follows its copies).
+
+    The greatest fixed point of ``cut[s] <= bound(p, p', cut[s'])`` over every dependency of a
+    task at position ``p`` of rank ``s`` on one at ``p'`` of rank ``s'``: ``p`` (the task in
+    the tail) where ``p'`` is in the tail, ``p + shift`` (in the period or the tail) where in
+    the period, none where in the prefix. Each bound grows with the other rank's cut, so
+    lowering cuts from the latest ones until none is broken finds it, or passes a least one."""
+    from trainsim.simulator import AFTER
+    tags, tasks = graph.tags, graph.tasks
+    edges = set()
+    for i, task in enumerate(tasks):
+        p = tags[i]
+        if 0 <= p < AFTER:
+            for d in task.deps:
+                p2 = tags[d]
+                if 0 <= p2 < AFTER and tasks[d].stream != task.stream:
+                    edges.add((task.stream[0], p, tasks[d].stream[0], p2))
+    cuts = [high for _, high in ranges]
+    changed = True
+    while changed:
+        changed = False
+        for s, order in enumerate(orders):
+            while cuts[s] >= ranges[s][0] and not ends.isdisjoint(
+                    _passes(order[cuts[s] - shift:cuts[s]])):
+                cuts[s] -= 1
+        if any(c < low for c, (low, _) in zip(cuts, ranges)):
+            return None
+        for s, p, s2, p2 in edges:  # the prefix, the period, the tail: 0, 1, 2
+            bound = p if p2 >= cuts[s2] else p + shift if p2 >= cuts[s2] - shift else AFTER
+            if bound < cuts[s]:
+                cuts[s], changed = bound, True
+    return cuts
 
 
 def longest_run(m: int, m_first: int, q: int) -> int:
@@ -120,4 +165,5 @@ def past_transient(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | N
         periods = min(periods_last, 2 * periods)
 
 
-__all__ = ["MAX_CUT_STEPS", "SPARE_PERIODS", "longest_run", "past_transient", "replay_periodic_from"]
+__all__ = ["MAX_CUT_STEPS", "SPARE_PERIODS", "longest_run", "past_transient", "rank_cuts",
+           "replay_periodic_from"]

@@ -361,11 +361,18 @@ def period_of_state_s(tl: Timeline, part: bytes,
                 if start[y] < at and end[y] > start[r] + tol]
 
     def moves(d: int) -> bool:
-        """Whether prefix task ``d``'s ``later`` is of the period, ended by ``T2`` where ``d``
-        had by ``T1`` (a copy waits on the copy before's ``later(d)`` where the period waits
-        on ``d``: what it has left to wait on is the same)."""
-        j = later_of(d)
-        return j >= 0 and part[j] == 1 and (end[d] < t1) == (end[j] < t2)
+        """Whether prefix task ``d``'s ``later`` is of the period, or of the prefix and moving
+        itself, and ended by ``T2`` where ``d`` had by ``T1`` (a copy waits on the copy
+        before's ``later(d)`` where the period waits on ``d``: what it has left to wait on is
+        the same). Copy ``c`` of a task waiting on ``d`` waits on ``later`` of ``d`` ``c``
+        times: in the prefix while that is, as copy ``c - 1`` on ``later`` ``c - 1`` times."""
+        while True:
+            j = later_of(d)
+            if j < 0 or part[j] == 2 or (end[d] < t1) != (end[j] < t2):
+                return False
+            if part[j] == 1:
+                return True
+            d = j
 
     for stream, queue in streams.items():
         i1, i2 = spans[stream]
