@@ -95,7 +95,7 @@ from trainsim.steady_orders import (  # noqa: F401 - named_plan, inserted_at: th
     named_cut,
     named_plan,
 )
-from trainsim.steady_zb2p import past_transient, rank_cuts
+from trainsim.steady_zb2p import past_transient, rank_cuts, searched_orders
 from trainsim.summary import Summary
 from trainsim.twin_graphs import kept_attempt
 from trainsim.workload.schedule import microbatch_group, schedule, torch_warmup
@@ -443,7 +443,8 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
             runs[m_a + 1] = (gb, tb, None)
             return None, "", 0
         return two_run_summary(cfg, ga, ta, gb, tb, m - m_a - 1), "two", m_a + 1
-    built: dict[int, object] = {}  # zb_2p's graphs, built first for their orders
+    built: dict[int, object] = {}  # zb_2p's B graph (and A's kept), built first for orders
+    searched: dict[int, list] = {}  # zb_2p's orders by micro-batches
     if name == "zb_2p":  # its orders searched on the priced passes: the graphs hold them
         settled, rounds = settling or ((earlier[0].settled_from, earlier[0].settled_rounds)
                                        if earlier else _settled_from(cfg, pricer, layer_source))
@@ -451,9 +452,14 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
             # A's order is not the iteration's with periods taken out: go on from a long
             # enough A (``_zb2p_tries``), which leaves the iteration whole periods
             return None, "settles", settled or m
-        built[m_a] = earlier[0] if earlier else build_graph(cfg, pricer, layer_source, m_a)
+        if earlier:
+            built[m_a] = earlier[0]
+        # A's orders without its graph, which B's one-run proofs mostly leave unbuilt
+        searched[m_a] = earlier[0].orders if earlier else searched_orders(
+            cfg, pricer, layer_source, m_a)
         built[m_a + q] = build_graph(cfg, pricer, layer_source, m_a + q)
-        found = insertion_cut(built[m_a].orders, built[m_a + q].orders, q,
+        searched[m_a + q] = built[m_a + q].orders
+        found = insertion_cut(searched[m_a], searched[m_a + q], q,
                               [_end_passes(m_a, 1, name)] * pp)
     elif name in NAMED:
         found = named_cut(name, pp, vpp, m_a, q)
@@ -463,7 +469,7 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
 
         def orders_of(m_x: int) -> list:
             if built:
-                return built[m_x].orders
+                return searched[m_x]
             return [schedule(s, pp, vpp, m_x, name) for s in range(pp)]
 
         orders, (cut0, shift) = orders_of(m_a), found

@@ -110,6 +110,26 @@ def rank_cuts(graph, orders: list, ranges: list[tuple[int, int]], shift: int, en
     return cuts
 
 
+def _search_inputs(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None
+                   ) -> tuple[tuple[list[float], list[float], list[float], float], float]:
+    """What zb_2p's search for ``cfg`` is fed: the priced passes' times
+    (``pipeline.ScheduledPipeline._times``) and the W share of memory."""
+    from trainsim.pipeline import ScheduledPipeline
+    from trainsim.workload.pipeline_schedules import zb_w_fraction
+    model = cfg.model
+    return (ScheduledPipeline(_TaskGraph(cfg, pricer, layer_source, 1))._times(),
+            zb_w_fraction(model.hidden_size, model.num_attention_heads, cfg.training.seq_length))
+
+
+def searched_orders(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
+                    m_x: int) -> list:
+    """zb_2p's orders for a truncated run of ``m_x`` micro-batches of ``cfg`` (those its task
+    graph holds, ``pipeline.ScheduledPipeline.place``), searched without building the graph."""
+    from trainsim.workload.pipeline_schedules import zb_2p
+    times, wf = _search_inputs(cfg, pricer, layer_source)
+    return zb_2p(cfg.parallel.pp, m_x, times, wf, cfg.num_microbatches)
+
+
 def longest_run(m: int, m_first: int, q: int) -> int:
     """The longest truncated run from ``m_first`` on, in steps of ``q`` micro-batches, whose B
     (``q`` more) costs at most half the iteration's ``m`` (``steady_state.plan``'s rule)."""
@@ -131,13 +151,10 @@ def past_transient(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | N
     22 of tests/test_steady_zb2p.py's 200 configs' transients end past it yet within a run the
     iteration affords (#8: 73 micro-batches of 268, the ladder's last 63); and replayed the
     orders of that rung whole (at 16,384 micro-batches, ~8,200 of them)."""
-    from trainsim.pipeline import ScheduledPipeline
-    from trainsim.workload.pipeline_schedules import zb_2p, zb_w_fraction
+    from trainsim.workload.pipeline_schedules import zb_2p
     m = cfg.num_microbatches
     m_last = longest_run(m, m_first, q) if m_last is None else m_last
-    times = ScheduledPipeline(_TaskGraph(cfg, pricer, layer_source, 1))._times()
-    model = cfg.model
-    wf = zb_w_fraction(model.hidden_size, model.num_attention_heads, cfg.training.seq_length)
+    times, wf = _search_inputs(cfg, pricer, layer_source)
     pp, start = cfg.parallel.pp, m_first
     for _ in range(MAX_CUT_STEPS):  # the least length whose orders have a cut on every rank
         if m_last <= m_first:
@@ -166,4 +183,4 @@ def past_transient(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | N
 
 
 __all__ = ["MAX_CUT_STEPS", "SPARE_PERIODS", "longest_run", "past_transient", "rank_cuts",
-           "replay_periodic_from"]
+           "replay_periodic_from", "searched_orders"]
