@@ -37,13 +37,15 @@ def test_a_cut_a_period_or_two_past_the_settled_length_proves_them(monkeypatch, 
 
 @pytest.mark.slow
 def test_the_ladder_goes_on_past_the_replayed_transient(monkeypatch):
-    """#37 (pp 8, 341 micro-batches): the replay asks 146 (refused: the engine's transient,
-    with the gradient reduction and contention, one period longer), 147 proves."""
+    """#37 (pp 8, 341 micro-batches): the replay asks 146; the engine's transient, with the
+    gradient reduction and contention, lasts a period longer, and 147 proves (settle59: that
+    attempt's B alone, ``test_steady_zb2p_state59.py``; before, A of 146 against B was refused
+    and the next attempt, 147 against 148, proved)."""
     monkeypatch.setattr(steady, "MIN_TASKS", 0)
     (cfg,) = _configs([37])
     pricer = Pricer(cfg)
     settles, _ = steady._settled_from(cfg, pricer, None)
     assert past_transient(cfg, pricer, None, settles, None, 1) == 146
     fast = simulate(cfg)
-    assert "truncated runs of 147 and 148 micro-batches" in fast.simulation["reason"]
+    assert "state repeating in a truncated run of 147 micro-batches" in fast.simulation["reason"]
     assert_same_simulation(fast, simulate(cfg, keep_timeline=True))

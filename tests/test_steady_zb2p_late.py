@@ -45,13 +45,14 @@ def test_longest_run_is_the_longest_the_iteration_affords():
 
 @pytest.mark.parametrize("n, max_pp", [(24, 4), pytest.param(200, 8, marks=pytest.mark.slow)])
 def test_late_settlers_are_proven_at_their_own_lengths(monkeypatch, n, max_pp):
-    """Those configs (five of the first 24 at pp <= 4; slow: 50 of all 200) are proven past
-    their replayed transient (slow: 48 of the 50), every one within 1e-9 of the full
-    simulation; with runs only up to the ladder's last rung (settle56's way) four of the five
-    fall back to the full simulation (the fifth's last rung, 90 micro-batches, proves after its
-    shorter rungs failed, the replay asking 92; slow: 24 of the 50), and the graphs built,
-    truncated and full, hold fewer tasks in all (10,786 against 32,008; slow: 272,928 against
-    530,322)."""
+    """Those configs (six of the first 24 at pp <= 4; slow: 46 of all 200) are proven past
+    their replayed transient (slow: all 46), every one within 1e-9 of the full simulation;
+    with runs only up to the ladder's last rung (settle56's way) three of the six fall back to
+    the full simulation (slow: 20 of the 46), and the graphs built, truncated and full, hold
+    fewer tasks in all (6,962 against 24,230; slow: 124,088 against 338,264). settle59: B
+    alone proves most rungs, so the ladder's last rung proves more of them (five of six and
+    30 of 57 fell back before; the ladder, counting a reused run once, reaches further, so 11
+    of those 57 are no longer past it)."""
     from trainsim import simulator
 
     monkeypatch.setattr(steady, "MIN_TASKS", 0)
@@ -81,5 +82,5 @@ def test_late_settlers_are_proven_at_their_own_lengths(monkeypatch, n, max_pp):
         tasks[1] += sum(built)
     small = n == 24
     assert proven >= (len(chosen) if small else 0.9 * len(chosen)), (proven, len(chosen))
-    assert fallbacks >= (0.75 if small else 0.4) * len(chosen), (fallbacks, len(chosen))
+    assert fallbacks >= 0.4 * len(chosen), (fallbacks, len(chosen))
     assert tasks[0] < (0.5 if small else 0.6) * tasks[1], tasks

@@ -221,7 +221,8 @@ def attempts(cfg: RunConfig) -> list[Plan]:
     short runs, e.g. stages of unequal work filling a pipeline, settles in a longer one), each
     B (which alone proves most periods) costing at most half the full simulation and all the
     runs together at most twice it (counted in micro-batches simulated; A is run only where B
-    alone does not prove the period)."""
+    alone does not prove the period, and an attempt whose A is the last one's B reuses it:
+    counted once, settle58 Lead 1)."""
     return list(_planned(cfg)[2])
 
 
@@ -229,15 +230,15 @@ def _ladder(cfg: RunConfig, first: Plan | None) -> list[Plan]:
     """:func:`attempts` from ``plan(cfg)``'s first pair (None: no shortcut)."""
     if first is None:
         return []
-    m, out, spent, extra = cfg.num_microbatches, [], 0, 0
+    m, out, spent, extra, last_b = cfg.num_microbatches, [], 0, 0, 0
     while True:
         current = Plan(first.m_a + extra * first.q, first.q, first.cut + extra * first.unit,
                        first.unit)
-        cost = 2 * current.m_a + current.q
+        cost = current.m_a + current.q + (current.m_a != last_b) * current.m_a
         if 2 * (current.m_a + current.q) > m or spent + cost > 2 * m:
             return out
         out.append(current)
-        spent += cost
+        spent, last_b = spent + cost, current.m_a + current.q
         extra = 2 * extra + 1
 
 
