@@ -230,10 +230,15 @@ class SplitBackwardTasks:
     def split_last_backward(self, s: int, v: int, chunk: int, deps: list[int],
                             mb: int | None = None) -> int:
         """The last micro-batch's backward (micro-batch ``mb``'s where every backward reduces,
-        ``reduce_every_mb``), split where gradient buckets become ready."""
+        ``reduce_every_mb``), split where gradient buckets become ready. On the last virtual
+        stage, one of the first ``Deferral.n`` micro-batches leaves its output layer's weight
+        gradient to the drain (``deferred_wgrad``): Megatron-core defers a backward while its
+        buffer holds fewer than the limit, whatever reduces the gradients (Megatron-LM
+        7094270c6f tensor_parallel/layers.py L453-457), so under ``reduce_every_mb`` a partial
+        limit's earlier split backwards defer too (settle59; only ``n == m`` did before)."""
         ch = self.lone.chunks[v] if self.lone else self.chunks[v]  # a cool-down backward
-        deferred = self.deferral is not None and self.deferral.n == self.m and \
-            v == len(self.chunks) - 1  # its output layer's weight gradient left to the drain
+        deferred = self.deferral is not None and v == len(self.chunks) - 1 and \
+            (self.m - 1 if mb is None else mb) < self.deferral.n
         if deferred:
             ch = self.deferral.chunk  # type: ignore[union-attr]
         chunk_params = sum(params for params, _, _ in self.groups[s]) / self.vpp
