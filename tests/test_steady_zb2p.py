@@ -80,8 +80,8 @@ def test_zb2p_steady_state_agrees_with_the_full_simulation(monkeypatch):
 
 @pytest.mark.slow
 def test_zb2p_steady_state_agrees_with_the_full_simulation_on_all_configs(monkeypatch):
-    """The same over all 200 random configs, the shortcut taken on most (186 since settle59,
-    which proves zb_2p's period on run B alone, 175 of them; 185 since settle58,
+    """The same over all 200 random configs, the shortcut taken on most (189 since settle59,
+    which proves zb_2p's period on run B alone, 178 of them; 185 since settle58,
     which starts the replay where the orders have a cut on every rank and goes on past it; 178
     since zbpeak57,
     which tries a late settler past its replayed transient up to the longest run the iteration
@@ -89,7 +89,7 @@ def test_zb2p_steady_state_agrees_with_the_full_simulation_on_all_configs(monkey
     rounds: 144 since ss51, which tries the least length a late-settling search allows, 120
     before)."""
     methods = _agree(monkeypatch, N_CONFIGS)
-    assert methods["steady-state"] >= 0.93 * N_CONFIGS, methods
+    assert methods["steady-state"] >= 0.94 * N_CONFIGS, methods
 
 
 def test_a_late_settling_search_is_tried_from_where_it_settles():

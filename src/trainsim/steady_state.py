@@ -130,6 +130,9 @@ class Plan:
     position, :func:`named_cut`)."""
     unit: int
     """Steady (F, B) pairs per stage per period (a :data:`NAMED` schedule's: its steps)."""
+    alone: bool = False
+    """B alone: its one-run proofs decide and A is never run (zb_2p's run past a transient
+    that ends past half the iteration, :func:`_late_alone`)."""
 
 
 
@@ -230,16 +233,24 @@ def _ladder(cfg: RunConfig, first: Plan | None) -> list[Plan]:
     """:func:`attempts` from ``plan(cfg)``'s first pair (None: no shortcut)."""
     if first is None:
         return []
-    m, out, spent, extra, last_b = cfg.num_microbatches, [], 0, 0, 0
+    m, out, extra = cfg.num_microbatches, [], 0
     while True:
         current = Plan(first.m_a + extra * first.q, first.q, first.cut + extra * first.unit,
                        first.unit)
-        cost = current.m_a + current.q + (current.m_a != last_b) * current.m_a
-        if 2 * (current.m_a + current.q) > m or spent + cost > 2 * m:
+        if 2 * (current.m_a + current.q) > m or _runs_cost(out + [current]) > 2 * m:
             return out
         out.append(current)
-        spent, last_b = spent + cost, current.m_a + current.q
         extra = 2 * extra + 1
+
+
+def _runs_cost(tries: list[Plan]) -> int:
+    """Micro-batches the attempts ``tries`` simulate at most, in order: A and B each, B alone
+    where that is the attempt (``Plan.alone``), and an A that is the last attempt's B once."""
+    spent, last_b = 0, 0
+    for t in tries:
+        spent += t.m_a + t.q + (t.m_a != last_b and not t.alone) * t.m_a
+        last_b = t.m_a + t.q
+    return spent
 
 
 _PLANNED: list = []
@@ -315,13 +326,17 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
             m_a = past_transient(cfg, pricer, layer_source, tries[0].m_a, None, tries[0].q)
             if m_a is not None:
                 tries = _ladder(cfg, Plan(m_a, tries[0].q, 0, 1))
+            else:
+                tries += _late_alone(cfg, pricer, layer_source, tries)
     while tries:
         current = tries.pop(0)
-        spent += _tasks(cfg, current)
+        spent += _tasks(cfg, current) if not current.alone else simulation_tasks(
+            cfg, current.m_a + current.q)
         if spent > cap:
             break  # the full simulation's own check says so
         summary, how, mb = _extrapolate(cfg, pricer, layer_source, current.m_a, current.q,
-                                        current.cut, current.unit, runs, settling)
+                                        current.cut, current.unit, runs, settling,
+                                        current.alone)
         kept = runs.get(current.m_a + current.q)
         if summary is None and how == "" and kept is not None and kept[2] is not None:
             # B with contention in it, not A with a period inserted: after two in a row, a
@@ -378,6 +393,23 @@ def _zb2p_tries(cfg: RunConfig, tries: list[Plan], settles: int | None, rounds: 
     return settles, _ladder(cfg, Plan(m_a, rounds, 0, 1))
 
 
+def _late_alone(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
+                tries: list[Plan]) -> list[Plan]:
+    """zb_2p's attempt of B alone past a transient that the replay (:func:`past_transient`,
+    up to one period short of the iteration) ends past half the iteration, after ``tries``
+    (none of their B's past it): A against B would cost more than the full simulation, B alone
+    less, and its one-run proofs decide (settle59: #45, #61 and #165 of tests/test_steady_zb2p.py's
+    200, transients ending at 251 of 465, 99 of 175, 217 of 405 micro-batches). Only where all
+    the runs together, the ladder's and this B, stay within twice the iteration (the ladder's
+    budget, :func:`_ladder`); none where the replay does not settle by then."""
+    m, q = cfg.num_microbatches, tries[0].q
+    late = past_transient(cfg, pricer, layer_source, tries[0].m_a, m - 2 * q, q)
+    if late is None or 2 * (late + q) <= m:
+        return []
+    alone = Plan(late, q, 0, 1, alone=True)
+    return [alone] if _runs_cost(tries + [alone]) <= 2 * m else []
+
+
 def _one_mode(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
               current: Plan, tries: list[Plan], budget: float, mode: tuple[float, float],
               makespan_s: float) -> tuple[Summary | None, str]:
@@ -418,7 +450,7 @@ def _settled_from(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | No
 
 def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None, m_a: int,
                  q: int, cut: int, unit: int, runs: dict[int, tuple] | None = None,
-                 settling: tuple[int | None, int] | None = None
+                 settling: tuple[int | None, int] | None = None, alone: bool = False
                  ) -> tuple[Summary | None, str, int]:
     """The summary, how the period was proven ("one": one run where nothing slows the period,
     the grid's A or B, :func:`_one_run`; "state": B alone, its loop state repeating; "two": A
@@ -427,7 +459,7 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     ``runs``: graphs and timelines by micro-batch count, from an earlier
     attempt (the same cfg and pricer build the same graph and the loop gives the same
     timeline, so a run of that length is not done again); this attempt's B is left there
-    for the next one."""
+    for the next one. ``alone``: B's one-run proofs alone (zb_2p), A never run."""
     p = cfg.parallel
     pp, vpp, m = p.pp, p.vpp, cfg.num_microbatches
     runs = {} if runs is None else runs
@@ -495,7 +527,7 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     # nothing slows anything, A alone (max-plus), as the grid does, else A against B.
     gb = built.get(m_a + q) or build_graph(cfg, pricer, layer_source, m_a + q)
     tb = None
-    if any(map(_slows, gb.tasks)):
+    if alone or any(map(_slows, gb.tasks)):
         tb = run(gb.tasks)
         orders_b = orders_of(m_a + q)
         cut_b = cut_at[0] + shift
@@ -512,8 +544,9 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
                 one = _one_run(cfg, gb, tb, orders_b, warm_b, cut_x, shift, q, state)
                 if one is not None:
                     return one, "state" if state else "one", m_a + q
-        if built and not spaced_evenly(tb, gb.tags, cut_at, shift):
-            # zb_2p: its timeline still in the transient at B's cut, which no A can match
+        if alone or (built and not spaced_evenly(tb, gb.tags, cut_at, shift)):
+            # zb_2p: its timeline still in the transient at B's cut, which no A can match;
+            # or B alone, no A to run
             runs.clear()
             runs[m_a + q] = (gb, tb, None)
             return None, "", 0
