@@ -25,8 +25,9 @@ def test_steady_state_agrees_with_the_full_simulation(monkeypatch):
     """Over the first 80 of the random configs the extrapolated steady state and the full
     simulation agree to 1e-9 on the iteration time and every breakdown entry, and the shortcut
     is proven on most of them (not a test of the fallback alone). The first 80 hold the same
-    shares as all 220 (proven 0.90, truncated run 0.05, loop state 0.60); the slow test below
-    runs all 220."""
+    shares as all 220 (proven 1.00, truncated run 0.08, loop state 0.88, A against B 0.04;
+    before settle59 followed a prefix dependency's copies to the period in the state proof,
+    0.90, 0.05, 0.60); the slow test below runs all 220."""
     _agree(monkeypatch, DEFAULT_CONFIGS)
 
 
@@ -52,7 +53,7 @@ def _agree(monkeypatch, n_configs: int) -> None:
     # period: overlapped sends, ZeRO-3; tried first), nothing slows a stream while it runs
     # the period (max-plus)
     assert one_run >= 0.03 * n_configs and state >= 0.5 * n_configs, (one_run, state)
-    assert one_run + state <= proven - 0.1 * n_configs  # and A against B, where they refuse
+    assert one_run + state <= proven - 0.03 * n_configs  # and A against B, where they refuse
 
 
 def test_steady_state_cost_does_not_grow_with_microbatches():
