@@ -290,8 +290,10 @@ def period_of_state_s(tl: Timeline, part: bytes,
       the slowing of the one ``L`` before it, and its dependencies not ended at ``T2`` are
       ``later`` of that one's not ended at ``T1``; the period waits on the period, its
       stream's own earlier tasks (ended before the task can start: they never delay it), or
-      prefix tasks whose ``later`` is in the period and ended by ``T2`` where they had by
-      ``T1`` (*moving*); the tail on what moves (the period, the tail, moving prefix tasks),
+      prefix tasks whose ``later`` is in the period, or in the prefix and moving itself, and
+      ended by ``T2`` where they had by ``T1`` (*moving*: copy ``c`` waits on ``later`` of such
+      a task ``c`` times, in the prefix or in a copy, settle59; zb_2p's neighbours run their
+      passes periods apart); the tail on what moves (the period, the tail, moving prefix tasks),
       its stream's own tasks, or FIXED tasks ended by ``T1``;
       a stream without a period has its first task left wait on a stream that has one
       (so it does not start before ``T2`` in G_k); the prefix on nothing of the tail (what
