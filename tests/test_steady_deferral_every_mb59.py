@@ -4,7 +4,11 @@ megatron-llama): Megatron-core defers a backward while its buffer holds fewer th
 whatever reduces the gradients (Megatron-LM 7094270c6f tensor_parallel/layers.py L453-457), so
 the first ``n`` split backwards of the last stage defer and the rest do not. Before, none of
 them deferred (the split path deferred only where every micro-batch does) while the drain still
-computed ``n``: the head's weight gradient paid twice for those micro-batches."""
+computed ``n``: the head's weight gradient paid twice for those micro-batches. Megatron-LLaMA
+(the one profile that reduces every micro-batch) has no such deferral, so a config stating it
+is refused as it is read (robust59, profile feature ``output_wgrad_deferral``); the configs
+here are set on a read one (``dataclasses.replace``), as a direct ``RunConfig`` can be: the
+graph builder's own rule, whatever reaches it."""
 
 from __future__ import annotations
 
