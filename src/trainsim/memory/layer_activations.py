@@ -149,7 +149,8 @@ def hybrid_layer_bytes(cfg: RunConfig, recompute: str, symbol: str) -> float:
     selective = recompute == "selective"
     modules = set(p.recompute_modules or ("core_attn",)) if selective else set()
     # the MLP half's share of _selective_savings: its inner tensors, the FC1 input
-    mlp_freed = T * _inner_bytes(cfg, m.ffn_size) / t if "mlp" in modules else 0.0
+    mlp_freed = (T * _inner_bytes(cfg, m.ffn_size) / t + _mlp_fused_norm_freed(cfg, T, shared_div)
+                 if "mlp" in modules else 0.0)
     if "layernorm" in modules and not norms_fused(cfg):
         mlp_freed += T * h * x / shared_div
     if symbol == MOE:
@@ -239,7 +240,7 @@ def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> 
     if "mla_up_proj" in modules and m.is_mla:  # per-head Q, K, V; the latents stay
         out += T * 2 * (2 * m.qk_dim + m.v_dim) / t
     if "mlp" in modules and not moe:  # the MLP's inner tensors; its input stays
-        out += T * _inner_bytes(cfg, m.ffn_size) / t
+        out += T * _inner_bytes(cfg, m.ffn_size) / t + _mlp_fused_norm_freed(cfg, T, shared_div)
     if moe and "moe" in modules:  # the whole expert block but its inputs: the pre-MLP norm's
         # (saved by the norm) and the norm's output, the MoE layer's input, which its checkpoint
         # saves (moe_layer.py te_checkpoint / tensor_parallel.checkpoint over custom_forward,
@@ -260,6 +261,18 @@ def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> 
         if "shared_experts" in modules and m.moe_shared_expert_intermediate_size:
             out += T * _inner_bytes(cfg, m.moe_shared_expert_intermediate_size) / t
     return out
+
+
+def _mlp_fused_norm_freed(cfg: RunConfig, T: float, shared_div: int) -> float:
+    """The FC1 input an ``mlp`` checkpoint frees where the pre-MLP norm is fused into
+    ``linear_fc1`` (``norms_fused``): the checkpoint saves its input, the norm's (core_r0.18.0
+    d0b3b775 transformer_layer.py L824-840, ``pre_mlp_layernorm`` an ``IdentityOp``), which
+    LayerNormLinear keeps anyway, and drops the norm's output LayerNormLinear saved for the GEMM
+    (``ln_out``, its fp8 copy under fp8: memory.te_spec); with a separate norm that output is
+    the checkpoint's input and stays."""
+    if not norms_fused(cfg) or cfg.model.parallel_block:
+        return 0.0
+    return T * cfg.model.hidden_size * gemm_input_bytes(cfg) / shared_div
 
 
 def _inner_bytes(cfg: RunConfig, width: float) -> float:

@@ -113,6 +113,8 @@ def _layer_recompute(cfg: RunConfig, fwd: list[Op], whole: bool) -> list[Op]:
         moe = any(op.name.split(".")[0] == "router" for op in fwd)
         kept = {"attn_norm"} | (set() if moe else {"mlp_norm"})
         sets = [ops - kept if ops is RECOMPUTED_OPS["layernorm"] else ops for ops in sets]
+    if "mlp" in modules and not remat_dce(cfg):
+        sets.append(mlp_module_extra(cfg, fwd))
     out = []
     for op in fwd:
         if isinstance(op, Attention):
@@ -128,6 +130,23 @@ def _layer_recompute(cfg: RunConfig, fwd: list[Op], whole: bool) -> list[Op]:
         name = op.name.split(".")[0]
         out += [_renamed(op, "recompute.")] * sum(name in ops for ops in sets)
     return out
+
+
+def mlp_module_extra(cfg: RunConfig, fwd: list[Op]) -> frozenset[str]:
+    """What Megatron-core's ``mlp`` checkpoint re-runs beyond fc1, the activation and fc2: it
+    wraps the dense layer's whole ``self.mlp`` forward (NVIDIA/Megatron-LM core_r0.18.0 d0b3b775
+    transformer_layer.py L501-503 ``recompute_mlp`` for a layer without a router, L824-840
+    ``te_checkpoint`` / ``tensor_parallel.checkpoint(apply_module(self.mlp), ...)``), so the
+    tensor-parallel communication inside its linears (``ColumnParallelLinear`` /
+    ``TELayerNormColumnParallelLinear``'s sequence-parallel all-gather, ``RowParallelLinear``'s
+    reduce-scatter or all-reduce: the ops named ``mlp.*``) runs again, and under the Transformer
+    Engine spec (:func:`norms_fused`) the pre-MLP norm too, fused into ``linear_fc1`` (the layer's
+    ``pre_mlp_layernorm`` an ``IdentityOp``). The bias-dropout-add lies outside. An MoE layer's
+    ``mlp`` is not checkpointed (``is_moe_layer``). JAX's remat (:func:`remat_dce`) is left as
+    its policy names: not Megatron's module."""
+    if any(op.name.split(".")[0] == "router" for op in fwd):
+        return frozenset()
+    return frozenset({"mlp"} | ({"mlp_norm"} if norms_fused(cfg) else set()))
 
 
 def recompute_drops_fp8(cfg: RunConfig) -> bool:
