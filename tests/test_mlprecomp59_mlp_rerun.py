@@ -75,3 +75,32 @@ def test_mlp_frees_the_fc1_input_only_where_the_norm_is_fused(tp, sp):
     te = _freed(_cfg(tp, sp, te_spec=True), _cfg(tp, sp, te_spec=True, modules=("shared_experts",)))
     assert local == pytest.approx(inner)
     assert te == pytest.approx(inner + fc1_input)
+
+
+def test_jax_remat_keeps_its_own_rerun_list():
+    """MaxText's remat is JAX's (``remat_dce``), not Megatron's module: no comm or norm added."""
+    cfg = _cfg(2, True)
+    jax_cfg = trainsim.run_config_from_dict({
+        "model": {"preset": "llama3-8b"},
+        "parallel": {"tensor_model_parallel_size": 2, "sequence_parallel": True,
+                     "recompute": "selective", "recompute_modules": ["mlp"]},
+        "training": {"global_batch_size": 64, "seq_length": SEQ, "dtype": "bf16",
+                     "framework": "maxtext"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 64, "gpus_per_node": 8}})
+    _, redo = _rerun(jax_cfg)
+    assert not any(n.startswith("mlp") for n in redo)
+    assert "swiglu" in redo and "fc2" not in redo  # DCE, as before
+    assert "mlp.reduce_scatter" in _rerun(cfg)[1]
+
+
+def test_moe_layer_is_not_checkpointed_by_mlp():
+    cfg = trainsim.run_config_from_dict({
+        "model": {"preset": "qwen3-30b-a3b"},
+        "parallel": {"tensor_model_parallel_size": 2, "sequence_parallel": True,
+                     "expert_model_parallel_size": 8, "recompute": "selective",
+                     "recompute_modules": ["mlp"]},
+        "training": {"global_batch_size": 64, "seq_length": SEQ, "dtype": "bf16",
+                     "framework": "megatron-core", "framework_version": "0.12"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 64, "gpus_per_node": 8}})
+    sh = shard_of(cfg)
+    assert layer_recompute(cfg, sh, layer_forward(cfg, sh, moe=True)) == []
