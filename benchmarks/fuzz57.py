@@ -69,6 +69,15 @@ def _run(args: list[str]) -> tuple[Any, list[str]]:
     return r, _errors(r)
 
 
+def json_answer(out: str, unreadable: str = "an answer that is no JSON") -> str | None:
+    """None for JSON whose every number is finite, else the finding."""
+    try:
+        got = json.loads(out)
+    except ValueError:
+        return unreadable
+    return None if fuzz_checks.finite(got) else "a non-finite figure in the JSON"
+
+
 def one_line(r: Any, lines: list[str], *words: str) -> str | None:
     """None for a refusal in one line naming each of ``words`` (counted), else the finding."""
     if "Traceback" in r.output:
@@ -113,11 +122,7 @@ def printed_check(args: list[str], fmt: str) -> str | None:
         wall = DIGIT_WALL.search(out)
         return "a number printed as 20 digits or more" if wall else None
     if fmt == "json":
-        try:
-            got = json.loads(out)
-        except ValueError:
-            return "invalid JSON"
-        return None if fuzz_checks.finite(got) else "a non-finite figure in the JSON"
+        return json_answer(out, "invalid JSON")
     rows = list(csv.reader(io.StringIO(out)))
     if not rows or any(len(row) != len(rows[0]) for row in rows):
         return "CSV rows of another length than the header"

@@ -50,19 +50,12 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz57 import one_line, write
+from fuzz57 import _run, json_answer, one_line, write
 from fuzz58_files import exportrt_cases, mllama_cases
 from fuzz_checks import BASES, REFUSED, Case
 
 fuzz_checks.TIME_LIMIT_S = 300
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _run(args: list[str]) -> tuple[Any, list[str]]:
-    from fuzz51 import _errors, _invoke
-
-    r = _invoke(args)
-    return r, _errors(r)
 
 
 # ------------------------------------------------------------------------------ rowcols
@@ -432,11 +425,7 @@ def _edge(args: list[str], option: str, field: str | None = None) -> str | None:
     """A finite JSON answer, or one line naming ``option`` (or ``field``)."""
     r, lines = _run(args)
     if r.exit_code == 0:
-        try:
-            got = json.loads(r.stdout)
-        except ValueError:
-            return "an answer that is no JSON"
-        return None if fuzz_checks.finite(got) else "a non-finite figure in the JSON"
+        return json_answer(r.stdout)
     if "Traceback" in r.output or len(lines) != 1:
         return one_line(r, lines)
     if option in lines[0] or (field and field in lines[0]):

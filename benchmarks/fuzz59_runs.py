@@ -13,17 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import fuzz_checks
-from fuzz57 import one_line, write
+from fuzz57 import _run, json_answer, one_line, write
 from fuzz_checks import BASES, REFUSED, Case, sane_result
 
 from trainsim.errors import TrainsimError
-
-
-def _run(args: list[str]) -> tuple[Any, list[str]]:
-    from fuzz51 import _errors, _invoke
-
-    r = _invoke(args)
-    return r, _errors(r)
 
 
 def _simulated(raw: dict[str, Any], what: str, read_back: bool = True) -> str | None:
@@ -259,11 +252,7 @@ def searchmoe_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[C
 def _search(args: list[str], option: str) -> str | None:
     r, lines = _run(args)
     if r.exit_code == 0:
-        try:
-            got = json.loads(r.stdout)
-        except ValueError:
-            return "an answer that is no JSON"
-        return None if fuzz_checks.finite(got) else "a non-finite figure in the JSON"
+        return json_answer(r.stdout)
     if "Traceback" in r.output or len(lines) != 1:
         return one_line(r, lines)
     if option in lines[0] or "no configuration" in lines[0] or "no valid" in lines[0]:
