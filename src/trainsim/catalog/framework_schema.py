@@ -475,13 +475,18 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # f16be74ff3, 2024-04-03): false refuses a run that states it on (catalog.run_framework.
     # deferral_settings); null: not recorded (allowed)
     "output_wgrad_deferral": _nullable(_bool),
+    # the framework has Megatron-core's ``cuda_graph_scope`` (CUDA graphs of parts of a layer:
+    # full / attn from NVIDIA/Megatron-LM@a606486ece, 2025-03-18, first in core_v0.12.0; the
+    # later scopes: ``moe_graph_scopes``): false refuses a stated scope as the config is read
+    # (catalog.defaults.apply_framework); null: not recorded (allowed)
+    "graph_scopes": _nullable(_bool),
     # the precision (fp8 / MXFP8 / NVFP4) and MoE mechanisms: catalog.framework_features_fp8_moe
     **FP8_MOE_FEATURES,
 }
 
 #: keys an entry may leave out even when it is the first one.
 OPTIONAL_KEYS = {"apex_distributed_adam", "looped_bfs_schedule", "embedding_wgrad_deferral",
-    "output_wgrad_deferral", "remat_dce", "onehot_embedding", "vocab_divisible_by", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
+    "output_wgrad_deferral", "graph_scopes", "remat_dce", "onehot_embedding", "vocab_divisible_by", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
     "zero_stages", "overlap_param_gather", "overlap_grad_reduce_setting",
     "zero_stage_releases", "pipeline_parallel", "tensor_parallel", "context_parallel",
     "pipeline_partition_method", "expandable_segments", "fp8_param_gather",
