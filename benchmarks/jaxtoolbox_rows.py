@@ -58,14 +58,16 @@ RELEASES = {
 # size -> (preset, vocab column, GPUs, DP, FSDP, BS / GPU, (recompute, modules, why), model words)
 MODELS = {
     "126m": ("gpt3-125m", 50304, 64, 64, 1, 4,
-             ("none", "", ("USE_REPEATED_LAYER False: a plain StackedTransformer, no jax.checkpoint "
+             ("none", "", ("USE_REPEATED_LAYER False: a plain StackedTransformer, no "
+              "jax.checkpoint "
               "(CHECKPOINT_POLICY is applied to the repeated stack only: paxml/tasks/lm/"
               "model_params.py)")),
              ("GPT126MBase (12 layers, 768, 12 heads of 64, MLP 3072, vocab 50304, GELU, biases, "
              "learned positions, tied softmax embedding)")),
     "5b": ("gpt3-5b", 50304, 256, 1, 256, 8,
            ("selective", "core_attn;layernorm",
-            ("CHECKPOINT_POLICY SAVE_DOT_WITH_NO_BATCH_DIM (jax's dots_with_no_batch_dims_saveable: "
+            ("CHECKPOINT_POLICY SAVE_DOT_WITH_NO_BATCH_DIM (jax's "
+             "dots_with_no_batch_dims_saveable: "
             "every projection's output kept; the attention's batched QK and PV dots or TE's fused "
             "attention (a custom call), the layer norms and GELU re-run): written "
             "core_attn;layernorm (the GELU re-run has no module)")),
@@ -244,7 +246,8 @@ def check() -> list[str]:
     te = mirror_rows.show(TE_DIR, "7a025c6bf", "transformer_engine/jax/flax/transformer.py")
     if 'int(os.getenv("NVTE_FUSED_ATTN", "0"))' not in te:
         bad.append("TE 7a025c6bf: fused attention not off by default")
-    run = mirror_rows.show(PAX_DIR, "04516ac", "paxml/contrib/gpu/scripts_gpu/run_pile_multinode.sh")
+    run = mirror_rows.show(PAX_DIR, "04516ac",
+                           "paxml/contrib/gpu/scripts_gpu/run_pile_multinode.sh")
     if "NVTE_FUSED_ATTN" in run or "cudnn_fmha" in run:
         bad.append("23.10 run_pile_multinode.sh sets fused attention")
     new = mirror_rows.show(JT_DIR, "28603900", PAX_README)
