@@ -181,11 +181,13 @@ def maxtext_row() -> dict[str, object]:
               "projection's output and the attention context kept, the RMS norms and the SwiGLU "
               "product re-run): written layernorm (the activation re-run has no module); "
               "scan_layers=false; use_iota_embed=true (the token lookup a one-hot dot: option "
-              "onehot_embedding); bf16 (Precision BF16, no fp8); XLA latency-hiding scheduler "
+              "onehot_embedding); bf16 (Precision BF16, no fp8); logits_dot_in_fp32=false (the "
+              "logits GEMM in bf16, where base.yml's default then was fp32); XLA latency-hiding "
+              "scheduler "
               "with pipelined all-gather / reduce-scatter / all-reduce (example_slurm.sub "
               "XLA_FLAGS; no option cell: the profile's own overlap); the model: MaxText "
               "llama2-7b (32 layers, 4096, 32 heads, MLP 11008, vocab 32000, RMSNorm, RoPE, "
-              "untied), the llama2-7b preset; synthetic or C4 data (not stated); container "
+              "untied), the llama2-7b preset; synthetic data; container "
               "ghcr.io/nvidia/jax:maxtext-2024-04-15 (example_slurm.sub; the README names "
               "nvcr.io/nvidia/jax:24.04-maxtext-py3); DGX H100, 400 Gb/s per GPU (one node: the "
               "network is not used)"))
@@ -267,7 +269,8 @@ def check() -> list[str]:
         "ghcr.io/nvidia/jax:maxtext-2024-04-15", "export NVTE_FUSED_ATTN=1",
         "per_device_batch_size=2", "scan_layers=false", "remat_policy=minimal_flash",
         "attention=cudnn_flash_te", "max_target_length=4096", "use_iota_embed=true",
-        "--xla_gpu_enable_latency_hiding_scheduler=true") if p not in sub]
+        "--xla_gpu_enable_latency_hiding_scheduler=true", "logits_dot_in_fp32=false",
+        "dataset_type=synthetic") if p not in sub]
     return bad
 
 
