@@ -29,6 +29,7 @@ MT_SUB = "rosetta/rosetta/projects/maxtext/scripts/example_slurm.sub"
 PAX_DIR, PAX_CONFIGS = "google+paxml", "paxml/contrib/gpu/scripts_gpu/configs.py"
 TE_DIR = "NVIDIA+TransformerEngine"
 SEQ = 2048  # GPT126MBase MAX_SEQ_LEN, inherited by the 5B and 175B
+MAX_STEPS = {"126m": 600000, "5b": 75000, "175b": 75000}  # configs.py, for the walltime column
 
 # release -> (README commit, how it is cited, container, framework_version, google/paxml commit
 #             of the configs, {(size, GPU, README precision): (README line, sequences/s)})
@@ -218,6 +219,11 @@ def check() -> list[str]:
                     "1", str(bs)]
             if c[:8] != want or _float(c[8]) != seq_s:
                 bad.append(f"{rel} line {line}: {c[:9]} is not {want + [seq_s]}")
+            # 'Est. Walltime (days)' = MAX_STEPS x step: the step (and so GBS) read the same way
+            days, steps = float(c[9]), MAX_STEPS[size]
+            half_unit = 0.5 * 10 ** -len(c[9].partition(".")[2])
+            if abs(steps * bs * gpus / seq_s / 86400 - days) > max(half_unit, 0.004 * days):
+                bad.append(f"{rel} line {line}: {days} days is not {steps} steps of the row")
         if container not in text:
             bad.append(f"{rel}: README does not name {container}")
         pax = mirror_rows.show(PAX_DIR, pax_commit, PAX_CONFIGS)
@@ -225,16 +231,16 @@ def check() -> list[str]:
                 ("GPT126M", ("USE_REPEATED_LAYER = False", "MAX_SEQ_LEN = 2048",
                              "VOCAB_SIZE = 50304", "NUM_LAYERS = 12", "MODEL_DIMS = 768",
                              "HIDDEN_DIMS = 3072", "USE_BIAS = True", "PERCORE_BATCH_SIZE = 4",
-                             "ACTIVATION_CLS = layers.GELU")),
+                             "ACTIVATION_CLS = layers.GELU", "MAX_STEPS = 600000")),
                 ("GPT5B", ("USE_REPEATED_LAYER = True", "DCN_MESH_SHAPE = [1, 32, 1]",
                            ("CHECKPOINT_POLICY = layers.AutodiffCheckpointType."
                            "SAVE_DOT_WITH_NO_BATCH_DIM"), "PERCORE_BATCH_SIZE = 8",
                            "NUM_LAYERS = 24", "MODEL_DIMS = 4096", "HIDDEN_DIMS = 16384",
-                           "input_dropout_prob = 0.1")),
+                           "input_dropout_prob = 0.1", "MAX_STEPS = 75000")),
                 ("GPT175B", ("USE_REPEATED_LAYER = True", "DCN_MESH_SHAPE = [1, 32, 1]",
                              "PERCORE_BATCH_SIZE = 6", "NUM_LAYERS = 96", "MODEL_DIMS = 12288",
                              "HIDDEN_DIMS = MODEL_DIMS * 4", "VOCAB_SIZE = 50257",
-                             "SEPARATE_EMBEDDING = False"))):
+                             "SEPARATE_EMBEDDING = False", "MAX_STEPS = 75000"))):
             head = "class " + cls + ("Base(" if rel == "2404" else "(")
             block = pax.split(head, 1)[-1].split("\nclass ", 1)[0] if head in pax else ""
             bad += [f"{rel} {cls}: no {p!r}" for p in phrases if p not in block]
