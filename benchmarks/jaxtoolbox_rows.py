@@ -155,7 +155,7 @@ def pax_rows() -> list[dict[str, object]]:
                       f"{preset} preset (vocab column {vocab}); dropout 0 (DROPOUT_PROB 0.0"
                       + ("; the 5B's input_dropout_prob 0.1 drops the stack's input once, not "
                          "per layer)" if size == "5b" else ")")
-                      + f"; the Pile (packed, TFDS); container {container}; {node} (the README: "
+                      + f"; the Pile (TFDS); container {container}; {node} (the README: "
                       "'NVIDIA DGX A100 80G and H100 80G nodes')"))
             out.append(r)
     return out
