@@ -2,21 +2,15 @@
 126M / 5B / 175B on 64-256 DGX A100 and DGX H100, XLA bf16, Transformer Engine bf16 and fp8, in
 the 23.10 and 24.04 releases' README tables) and its MaxText Llama2-7B row (8 H100, 2024-04).
 benchmarks/jaxtoolbox_rows.py writes benchmarks/training_jaxtoolbox.csv; training_jaxtoolbox.md
-says how each figure was read. The file's generic checks (header, generator, mirrors, every row
-predicted) and its error bounds are here: the first prediction, nothing fitted to it."""
+says how each figure was read. Its generic checks and error bound are its row in
+test_training_files.py (the first prediction, nothing fitted to it); what its rows mean is here."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from helpers import (
-    check_extra_training_file,
-    check_generator_writes,
-    check_script_check_mode,
-    check_validates_with_no_failed_row,
     load_script,
-    mirror_git,
     training_rows,
     validated,
 )
@@ -36,22 +30,10 @@ def _errors() -> dict[str, float]:
     return {r.id: r.predicted / r.measured - 1 for r in res}
 
 
-def test_file_has_the_public_header_and_its_rows():
-    assert len(check_extra_training_file(FILE, min_rows=22)) == 22
 
 
-def test_generator_writes_the_file():
-    check_generator_writes(SCRIPT, FILE)
 
 
-def test_script_check_reads_the_mirrors():
-    """``--check`` re-reads every sequences/s and its row's settings from the JAX-Toolbox
-    READMEs, the model classes and remat policies from google/paxml, and TE-JAX's 2023
-    fused-attention default (skipped where a mirror is missing)."""
-    for repo in ("google+paxml", "NVIDIA+TransformerEngine"):
-        if not (mirror_git(repo) / "HEAD").exists():
-            pytest.skip(f"no {repo} mirror")
-    check_script_check_mode(SCRIPT, mirror_git("NVIDIA+JAX-Toolbox"), "NVIDIA/JAX-Toolbox")
 
 
 def test_pax_rows_are_global_batch_over_sequences_per_second():
@@ -93,17 +75,8 @@ def test_attention_as_each_release_ran_it():
         assert r.to_dict()["settings"]["attention"] == ("cudnn" if fused else "unfused"), r.id
 
 
-def test_file_validates_with_no_failed_row():
-    check_validates_with_no_failed_row(FILE)
 
 
-def test_error_stays_under_todays_bound():
-    """First prediction (main 54d09154): 22 rows, MAPE 16.0 %, -40.2 % (23.10 5B fp8 on H100)
-    to +0.2 % (23.10 175B TE bf16 on A100), every row but one fast."""
-    errs = _errors()
-    assert len(errs) == 22
-    assert all(-0.45 <= e <= 0.10 for e in errs.values()), errs
-    assert sum(abs(e) for e in errs.values()) / len(errs) < 0.18
 
 
 def test_a100_transformer_engine_rows_are_close_and_h100_rows_fast():
