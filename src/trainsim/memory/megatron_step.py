@@ -48,6 +48,7 @@ from functools import lru_cache
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.memory.megatron_moe import LatentExpertSteps, Mla, Moe
 from trainsim.workload.ops import FUSED_ATTENTION
 from trainsim.workload.vocab import padded_vocab
 
@@ -90,9 +91,15 @@ class Shape:
     dp: int
     bucket: int | None
     dropout: bool = False
+    mla: Mla | None = None
+    moe: Moe | None = None
 
 
-class _Replay:
+Saved = tuple[list[int | None], list[int | None], bool]
+"""A layer's tensors kept for its backward: the attention's, the MLP's or MoE block's, whether MoE."""
+
+
+class _Replay(LatentExpertSteps):
     def __init__(self, sh: Shape) -> None:
         from trainsim.memory.caching_allocator import CachingAllocator
 
@@ -106,22 +113,58 @@ class _Replay:
             if h is not None:
                 self.al.free(h)
 
-    def params(self) -> list[int]:
+    def tensors(self) -> list[tuple[int, bool]]:
+        """The stage's parameters (elements, a routed expert's) in construction order: the
+        embedding on the first stage; per layer the attention's (the QKV norm, fused QKV, the
+        projection; under MLA the input norm, the query down- and up-projections, the key/value
+        down- and up-projections with their norms, the projection), then the MLP's (its norm,
+        FC1, FC2) or the MoE block's (its norm, the router, each local expert's FC1 then each
+        one's FC2: Transformer Engine ``GroupedLinear`` holds a weight per expert, then the
+        shared experts' FC1 and FC2: moe_layer.py L124/L154/L163 at 23e00ed); the final norm
+        and the output layer on the last."""
         sh, t = self.sh, self.sh.tp
-        fc1 = (2 if sh.gated else 1) * sh.f
-        out = [sh.vocab * sh.h // t] if sh.first else []
-        for _ in range(sh.layers):
-            out += [sh.h, (sh.q + 2 * sh.kv) * sh.h // t, sh.h * sh.q // t, sh.h,
-                    fc1 * sh.h // t, sh.h * sh.f // t]
+        fc1 = 2 if sh.gated else 1
+        out = [(sh.vocab * sh.h // t, False)] if sh.first else []
+        moe = sh.moe.layers if sh.moe else (False,) * sh.layers
+        for is_moe in moe:
+            if sh.mla:
+                a = sh.mla
+                q = [(a.q_lora * sh.h, False), (a.q_lora, False),
+                     (a.heads * (a.nope + a.rope) * a.q_lora, False)] if a.q_lora else [
+                    (a.heads * (a.nope + a.rope) * sh.h, False)]
+                out += [(sh.h, False), *q, ((a.kv_lora + a.rope) * sh.h, False),
+                        (a.kv_lora, False), (a.heads * (a.nope + a.v) * a.kv_lora, False),
+                        (sh.h * a.heads * a.v, False)]
+            else:
+                out += [(sh.h, False), ((sh.q + 2 * sh.kv) * sh.h // t, False),
+                        (sh.h * sh.q // t, False)]
+            if is_moe and sh.moe:
+                e = sh.moe
+                out += [(sh.h, False), (e.experts * sh.h, False)]
+                out += [(fc1 * e.f * sh.h, True)] * e.local + [(sh.h * e.f, True)] * e.local
+                if e.shared:
+                    out += [(fc1 * e.shared * sh.h, False), (sh.h * e.shared, False)]
+            else:
+                out += [(sh.h, False), (fc1 * sh.f * sh.h // t, False), (sh.h * sh.f // t, False)]
         if sh.last:
-            out.append(sh.h)
+            out.append((sh.h, False))
             if not (sh.tied and sh.first):  # the output layer (a copy of a tied embedding)
-                out.append(sh.vocab * sh.h // t)
+                out.append((sh.vocab * sh.h // t, False))
         return out
 
-    def shards(self, rank: int) -> list[int]:
-        """Elements of each parameter in data-parallel rank ``rank``'s ranges."""
-        ps, dp = self.params(), self.sh.dp
+    def params(self) -> list[int]:
+        """Elements of the parameters in Megatron's (dense) buffer, in construction order."""
+        return [n for n, expert in self.tensors() if not expert]
+
+    def expert_params(self) -> list[int]:
+        """Elements of the routed experts' parameters (their own buffer), in construction order."""
+        return [n for n, expert in self.tensors() if expert]
+
+    def shards(self, rank: int, ps: list[int] | None = None, dp: int | None = None) -> list[int]:
+        """Elements of each parameter of ``ps`` (the dense buffer's by default) in data-parallel
+        rank ``rank``'s ranges of a buffer sharded ``dp`` ways."""
+        ps = self.params() if ps is None else ps
+        dp = self.sh.dp if dp is None else dp
         div = math.lcm(dp, BUCKET_PAD)
         spans: list[tuple[int, int]] = [(0, 0)] * len(ps)
         ranges, start, bucket_start = [], 0, 0
@@ -140,12 +183,23 @@ class _Replay:
         return [sum(max(0, min(b, e) - max(a, s)) for a, b in mine) for s, e in spans]
 
     def build(self, rank: int) -> list[int]:
-        ps = self.params()
-        weights = [self.a(2 * n) for n in ps]
-        self.a(2 * sum(ps))  # the 16-bit parameter buffer
-        self.a(4 * sum(ps))  # the fp32 gradient buffer
-        self.f(*reversed(weights))
+        """The weights, Megatron's buffers (the dense one, then the experts' with the expert
+        data-parallel group: distributed_data_parallel.py L374/L379 at 23e00ed), each moving
+        its weights in and freeing them; then each optimizer's fp32 main shards (the dense
+        one's, then the experts': get_megatron_optimizer's chained optimizers)."""
+        tensors = self.tensors()
+        weights = [(self.a(2 * n), expert) for n, expert in tensors]
+        dense, experts = self.params(), self.expert_params()
+        for ps, mine in ((dense, False), (experts, True)):
+            if not ps:
+                continue
+            self.a(2 * sum(ps))  # the 16-bit parameter buffer
+            self.a(4 * sum(ps))  # the fp32 gradient buffer
+            self.f(*(w for w, e in reversed(weights) if e == mine))
         shards = [n for n in self.shards(rank) if n]
+        if experts and self.sh.moe:
+            edp = self.sh.moe.edp
+            shards += [n for n in self.shards(rank % edp, experts, edp) if n]
         for n in shards:
             tmp = self.a(2 * n)
             self.a(4 * n)
@@ -166,9 +220,11 @@ class _Replay:
         self.f(p)
         return rs
 
-    def layer_forward(self, x: int) -> tuple[list[int], int]:
+    def attention_forward(self, x: int) -> tuple[list[int | None], int]:
         sh = self.sh
         T, h, t, loc = sh.T, sh.h, sh.tp, self.loc
+        if sh.mla:
+            return self.mla_forward(x)
         ln1 = self.a(2 * loc * h)
         g = self._gather()
         qkv = self.a(2 * T * (sh.q + 2 * sh.kv) / t)
@@ -179,6 +235,11 @@ class _Replay:
         m1 = self.a(loc * h) if sh.dropout else None  # bias-dropout-add's 1-byte mask
         r1 = self.a(2 * loc * h)
         self.f(p)
+        return [x, ln1, qkv, qr, kr, o, m1], r1
+
+    def mlp_forward(self, r1: int) -> tuple[list[int | None], int]:
+        sh = self.sh
+        T, h, t, loc = sh.T, sh.h, sh.tp, self.loc
         ln2 = self.a(2 * loc * h)
         g = self._gather()
         fc1 = self.a(2 * T * (2 if sh.gated else 1) * sh.f / t)
@@ -188,7 +249,12 @@ class _Replay:
         m2 = self.a(loc * h) if sh.dropout else None
         out = self.a(2 * loc * h)
         self.f(p)
-        return [x, ln1, qkv, qr, kr, o, r1, ln2, fc1, act, m1, m2], out
+        return [r1, ln2, fc1, act, m2], out
+
+    def layer_forward(self, x: int, moe: bool = False) -> tuple[Saved, int]:
+        sa, r1 = self.attention_forward(x)
+        sm, out = (self.moe_forward if moe else self.mlp_forward)(r1)
+        return (sa, sm, moe), out
 
     def _dgrad(self) -> int:
         """A column-parallel linear's input gradient (and its norm's): back to the rank's
@@ -205,10 +271,10 @@ class _Replay:
         self.f(d)
         return dx
 
-    def layer_backward(self, saved: list[int], g: int) -> int:
+    def mlp_backward(self, saved: list[int | None], g: int) -> int:
         sh = self.sh
         T, t = sh.T, sh.tp
-        x, ln1, qkv, qr, kr, o, r1, ln2, fc1, act, m1, m2 = saved
+        r1, ln2, fc1, act, m2 = saved
         self.f(m2)
         gg = self._gather()
         dact = self.a(2 * T * sh.f / t)
@@ -219,6 +285,14 @@ class _Replay:
         self.f(dfc1, ln2, r1)
         g2 = self.a(2 * self.loc * sh.h)  # plus the residual's gradient
         self.f(dx, g)
+        return g2
+
+    def attention_backward(self, saved: list[int | None], g2: int) -> int:
+        sh = self.sh
+        T, t = sh.T, sh.tp
+        if sh.mla:
+            return self.mla_backward(saved, g2)
+        x, ln1, qkv, qr, kr, o, m1 = saved
         self.f(m1)
         gg = self._gather()
         do = self.a(2 * T * sh.q / t)
@@ -233,17 +307,23 @@ class _Replay:
         self.f(dx, g2)
         return g3
 
+    def layer_backward(self, saved: Saved, g: int) -> int:
+        sa, sm, moe = saved
+        g2 = (self.moe_backward if moe else self.mlp_backward)(sm, g)
+        return self.attention_backward(sa, g2)
+
     @property
     def loc(self) -> int:
         sh = self.sh
         return sh.T // sh.tp if sh.sp else sh.T
 
-    def forward(self) -> tuple[list[list[int]], int]:
+    def forward(self) -> tuple[list, int]:
         sh = self.sh
         x = self.a(2 * self.loc * sh.h)  # the embedding's output or the received activation
         layers = []
-        for _ in range(sh.layers):
-            s, x = self.layer_forward(x)
+        moe = sh.moe.layers if sh.moe else (False,) * sh.layers
+        for is_moe in moe:
+            s, x = self.layer_forward(x, is_moe)
             layers.append(s)
         if sh.last:
             ln = self.a(2 * self.loc * sh.h)
@@ -252,7 +332,7 @@ class _Replay:
             return layers, -1
         return layers, x
 
-    def backward(self, layers: list[list[int]], out: int) -> None:
+    def backward(self, layers: list, out: int) -> None:
         sh = self.sh
         if sh.last:
             x, ln, logits = layers.pop()
@@ -274,10 +354,11 @@ class _Replay:
         while inflight:
             self.backward(*inflight.pop(0))
 
-    def run(self, rank: int) -> int:
-        """Peak reserved minus peak allocated since the start, bytes."""
-        shards = self.build(rank)
-        for k in range(STEPS):
+    def run(self, rank: int, steps: int = STEPS, persistent: bool = True) -> int:
+        """Peak reserved minus peak allocated since the start, bytes; ``persistent``: the
+        construction and the optimizer's state too (else the steps' activations alone)."""
+        shards = self.build(rank) if persistent else []
+        for k in range(steps):
             self.step()
             if k == 0:
                 for n in shards:
@@ -289,28 +370,42 @@ class _Replay:
 def applies(cfg: RunConfig) -> bool:
     """Megatron's DDP with the distributed optimizer where the profile lays parameters out in
     its buffer (feature ``ddp_param_buffer``), without expandable segments, for what the replay
-    covers: a dense model without MLA, fused attention, no recompute, no
-    interleaving, 16-bit training."""
+    covers: fused attention (MLA too), dense or MoE blocks with the all-to-all dispatcher (no
+    latent MoE, hybrid layers or multi-token prediction), no recompute, no interleaving, 16-bit
+    training."""
     m, p, t = cfg.model, cfg.parallel, cfg.training
+    moe_ok = not m.is_moe or (p.moe_token_dispatcher_type == "alltoall"
+                              and m.moe_latent_size is None and m.mtp_num_layers == 0)
     return (p.data_parallel_impl == "megatron" and p.distributed_optimizer
             and p.zero_stage in (0, 1) and not t.expandable_segments
-            and profile_supports(cfg, "ddp_param_buffer")
-            and not m.is_moe and not m.is_mla and not m.parallel_block
+            and profile_supports(cfg, "ddp_param_buffer") and moe_ok
+            and m.hybrid_layer_pattern is None and not m.parallel_block
             and t.attention in FUSED_ATTENTION and t.dtype in ("bf16", "fp16")
-            and p.recompute == "none" and (p.vpp or 1) == 1 and p.ep == 1)
+            and p.recompute == "none" and (p.vpp or 1) == 1)
 
 
 def shape_of(cfg: RunConfig, stage: int) -> Shape:
     m, p, t = cfg.model, cfg.parallel, cfg.training
     dp = cfg.dp * p.cp
     warmup = min(p.pp - stage - 1, MAX_IN_FLIGHT - 1, cfg.schedule_microbatches - 1)
+    mla = Mla(heads=m.num_attention_heads // p.tp, q_lora=m.q_lora_rank or 0,
+              kv_lora=m.kv_lora_rank, nope=m.qk_head_dim, rope=m.qk_pos_emb_head_dim,
+              v=m.v_head_dim) if m.is_mla else None
+    moe = None
+    if m.is_moe:
+        experts = m.num_experts or 0
+        moe = Moe(layers=tuple(m.is_moe_layer(i) for i in cfg.virtual_ranges[stage]),
+                  experts=experts, local=experts // p.ep, topk=m.moe_router_topk,
+                  f=m.expert_ffn_size // p.etp,
+                  shared=(m.moe_shared_expert_intermediate_size or 0) // p.tp,
+                  edp=cfg.edp, recv=m.moe_recv_factor())
     return Shape(h=m.hidden_size, f=m.ffn_size, q=m.q_size, kv=m.kv_size, vocab=padded_vocab(cfg),
                  gated=m.activation == "swiglu", T=t.micro_batch_size * t.seq_length // p.cp,
                  layers=cfg.stage_layer_counts[stage], first=stage == 0, last=stage == p.pp - 1,
                  tied=bool(m.tied_embeddings), tp=p.tp, sp=p.sequence_parallel and p.tp > 1,
                  microbatches=min(cfg.schedule_microbatches, warmup + 2), warmup=warmup, dp=dp,
                  bucket=max(BUCKET_ELEMENTS, 1_000_000 * dp) if p.overlap_grad_reduce else None,
-                 dropout=m.hidden_dropout > 0)
+                 dropout=m.hidden_dropout > 0, mla=mla, moe=moe)
 
 
 @lru_cache(maxsize=256)
