@@ -84,3 +84,45 @@ def test_flagperf_megatron_core_rows_come_closer():
     _, rows = validated(ROOT / "benchmarks" / "training_flagperf.csv")
     ape = [r.memory_ape for r in rows if r.memory_ape is not None]
     assert sum(ape) / len(ape) < 0.105
+
+
+def _moe_cfg(dispatcher="alltoall", ep=4, pp=1):
+    return trainsim.run_config_from_dict({
+        "model": {"preset": "deepseek-v2", "num_layers": 4, "moe_first_dense_layers": 1},
+        "parallel": {"tp": 1, "pp": pp, "ep": ep, "distributed_optimizer": True,
+                     "moe_token_dispatcher_type": dispatcher},
+        "training": {"global_batch_size": 32, "micro_batch_size": 1, "seq_length": 4096,
+                     "dtype": "bf16", "attention": "cudnn", "framework": "megatron-core",
+                     "framework_version": "0.14.0"},
+        "cluster": {"gpu": "b200-sxm-180gb", "num_gpus": 8, "gpus_per_node": 8},
+    })
+
+
+def test_applies_to_mla_and_moe_with_the_all_to_all_dispatcher_only():
+    assert M.applies(_moe_cfg())
+    assert not M.applies(_moe_cfg("allgather"))
+
+
+def test_the_replayed_tensors_are_the_models_parameters():
+    """MLA's five projections and two norms, the router, each local expert's FC1 and FC2 and
+    the shared expert: their sum is model.counts' (one rank of four expert-parallel ones)."""
+    from trainsim.model.counts import layer_expert_params, layer_params
+
+    cfg = _moe_cfg()
+    m = cfg.model
+    rep = M._Replay(M.shape_of(cfg, 0))
+    h, v = m.hidden_size, M.shape_of(cfg, 0).vocab
+    layers = sum(layer_params(m, i) - layer_expert_params(m, i) for i in range(4))
+    experts = sum(layer_expert_params(m, i) for i in range(4)) // 4
+    assert sum(rep.params()) == 2 * v * h + layers + h
+    assert sum(rep.expert_params()) == experts
+
+
+def test_the_experts_buffer_adds_to_the_reserve():
+    """The experts' buffer is sharded over the expert data-parallel group (dp / ep = 2 here),
+    not the whole data-parallel group (8): their larger fp32 copies split the freed expert
+    weights' blocks and strand more (SimuMax's DeepSeek cases: 2.3-5.9 GiB;
+    tests/test_alloc60_replay.py)."""
+    sh = M.shape_of(_moe_cfg(), 0)
+    assert M.replay(sh) > 512 * MiB
+    assert M.replay(sh) > M._Replay(replace(sh, moe=replace(sh.moe, edp=sh.dp))).run(0)
