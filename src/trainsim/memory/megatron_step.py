@@ -14,25 +14,35 @@ fp32 moments at the first step (TransformerEngine v2.11 optimizers/fused_adam.py
 ``initialize_state`` L402-410): requests the size of each parameter's piece of this rank's range
 of the buffer, which land in freed weight blocks where they fit and split them. The step's
 activations then split what is left. What they cannot use stays reserved: MooreThreads/SimuMax's
-B200 runs of core_r0.14.0 measure 0.8-12.9 GiB (3-9 %) of it, differing by optimizer shard and
-not within a tensor-parallel group (benchmarks/alloc59_simumax_ranks.csv).
+B200 runs of core_r0.14.0 measure 0.8-12.9 GiB (3-9 %) of it on the dense Llama 3 cases,
+differing by optimizer shard and not within a tensor-parallel group, 2.3-5.9 GiB on the
+DeepSeek-V2 / V3 (MLA, MoE) ones (benchmarks/alloc59_simumax_ranks.csv).
 
 The replay (the same allocator as ``memory.plain_step``'s: one stream, frees effective at once):
 
 1. the stage's 16-bit weights in construction order (the embedding on the first stage; per
-   layer the QKV and MLP norms, QKV, the projection, FC1, FC2; the final norm and the output
-   layer on the last), then the two buffers, then the weights freed in reverse;
-2. for this rank's range of the buffer (parameters in reverse order, each start padded to 64
+   layer the QKV and MLP norms, QKV, the projection, FC1, FC2, or MLA's projections and an MoE
+   block's router, routed and shared experts; the final norm and the output layer on the
+   last), then the two buffers, then the weights freed in reverse; an MoE model's routed
+   experts (``allreduce=False`` parameters) get buffers of their own after the dense ones,
+   sharded over the expert data-parallel group (distributed_data_parallel.py L196-212,
+   L374-385 at 23e00ed), each buffer freeing its own weights;
+2. for this rank's range of each buffer (parameters in reverse order, each start padded to 64
    elements, one bucket without ``overlap_grad_reduce``, else buckets of
    ``max(40e6, 1e6 dp)`` elements, each padded to lcm(dp, 128) and split in dp equal ranges:
-   param_and_grad_buffer.py at 23e00ed), each piece's 16-bit clone, its fp32 copy, the clone freed;
+   param_and_grad_buffer.py at 23e00ed), each piece's 16-bit clone, its fp32 copy, the clone
+   freed (the dense optimizer's, then the experts': get_megatron_optimizer chains one per
+   buffer kind);
 3. two steps of 1F1B (``pp - stage - 1`` warm-up forwards, at most ``MAX_IN_FLIGHT``
    micro-batches in flight) with a Transformer Engine layer's activation-sized 16-bit tensors
    (norm outputs, sequence-parallel gathers, fused QKV, RoPE's rotated Q and K, fused
    attention's output, projection and FC2 outputs with their reduce-scatters, FC1 and the
    activation, bias-dropout-add's 1-byte masks under hidden dropout; the backward's matching gradients; weight gradients accumulate into the fp32
    buffer, so none is allocated), the last stage's 16-bit logits; Adam's moments after the
-   first step's backward.
+   first step's backward. MLA and the all-to-all MoE block: ``memory.megatron_moe``. Under
+   fp8 GEMMs each linear's first forward also makes Transformer Engine's cached fp8 weight
+   copies (Megatron-core passes ``is_first_microbatch``; ``memory.state.FP8_WEIGHT_LAYOUT_BYTES``),
+   kept for the run; the activations stay the 16-bit sequence (coarse).
 
 It is coarse: small tensors, the loss's fp32 temporaries, the communication streams' own
 pools and the optimizer step's temporaries are left out. The replay's reserved minus allocated,
@@ -49,6 +59,8 @@ from functools import lru_cache
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.memory.megatron_moe import LatentExpertSteps, Mla, Moe
+from trainsim.memory.state import FP8_WEIGHT_LAYOUT_BYTES
+from trainsim.workload.fp8_gather import fp8_weights_gathered
 from trainsim.workload.ops import FUSED_ATTENTION
 from trainsim.workload.vocab import padded_vocab
 
@@ -93,6 +105,8 @@ class Shape:
     dropout: bool = False
     mla: Mla | None = None
     moe: Moe | None = None
+    fp8: tuple[float, ...] = ()
+    """Bytes per weight element of each fp8 copy Transformer Engine caches (empty: 16-bit)."""
 
 
 Saved = tuple[list[int | None], list[int | None], bool]
@@ -104,6 +118,7 @@ class _Replay(LatentExpertSteps):
         from trainsim.memory.caching_allocator import CachingAllocator
 
         self.sh, self.al = sh, CachingAllocator()
+        self.first_forward = True
 
     def a(self, n: float) -> int:
         return self.al.malloc(int(n))
@@ -115,42 +130,66 @@ class _Replay(LatentExpertSteps):
 
     def tensors(self) -> list[tuple[int, bool]]:
         """The stage's parameters (elements, a routed expert's) in construction order: the
-        embedding on the first stage; per layer the attention's (the QKV norm, fused QKV, the
-        projection; under MLA the input norm, the query down- and up-projections, the key/value
-        down- and up-projections with their norms, the projection), then the MLP's (its norm,
-        FC1, FC2) or the MoE block's (its norm, the router, each local expert's FC1 then each
-        one's FC2: Transformer Engine ``GroupedLinear`` holds a weight per expert, then the
-        shared experts' FC1 and FC2: moe_layer.py L124/L154/L163 at 23e00ed); the final norm
-        and the output layer on the last."""
+        embedding on the first stage; per layer :meth:`attention_tensors` then
+        :meth:`mlp_tensors`; the final norm and the output layer on the last."""
         sh, t = self.sh, self.sh.tp
-        fc1 = 2 if sh.gated else 1
         out = [(sh.vocab * sh.h // t, False)] if sh.first else []
-        moe = sh.moe.layers if sh.moe else (False,) * sh.layers
-        for is_moe in moe:
-            if sh.mla:
-                a = sh.mla
-                q = [(a.q_lora * sh.h, False), (a.q_lora, False),
-                     (a.heads * (a.nope + a.rope) * a.q_lora, False)] if a.q_lora else [
-                    (a.heads * (a.nope + a.rope) * sh.h, False)]
-                out += [(sh.h, False), *q, ((a.kv_lora + a.rope) * sh.h, False),
-                        (a.kv_lora, False), (a.heads * (a.nope + a.v) * a.kv_lora, False),
-                        (sh.h * a.heads * a.v, False)]
-            else:
-                out += [(sh.h, False), ((sh.q + 2 * sh.kv) * sh.h // t, False),
-                        (sh.h * sh.q // t, False)]
-            if is_moe and sh.moe:
-                e = sh.moe
-                out += [(sh.h, False), (e.experts * sh.h, False)]
-                out += [(fc1 * e.f * sh.h, True)] * e.local + [(sh.h * e.f, True)] * e.local
-                if e.shared:
-                    out += [(fc1 * e.shared * sh.h, False), (sh.h * e.shared, False)]
-            else:
-                out += [(sh.h, False), (fc1 * sh.f * sh.h // t, False), (sh.h * sh.f // t, False)]
+        for is_moe in self.moe_layers:
+            out += [(n, e) for n, e, _ in self.attention_tensors() + self.mlp_tensors(is_moe)]
         if sh.last:
             out.append((sh.h, False))
             if not (sh.tied and sh.first):  # the output layer (a copy of a tied embedding)
                 out.append((sh.vocab * sh.h // t, False))
         return out
+
+    @property
+    def moe_layers(self) -> tuple[bool, ...]:
+        sh = self.sh
+        return sh.moe.layers if sh.moe else (False,) * sh.layers
+
+    def attention_tensors(self) -> list[tuple[int, bool, bool]]:
+        """A layer's attention parameters (elements, a routed expert's, a linear's weight):
+        the QKV norm, fused QKV, the projection; under MLA the input norm, the query down- and
+        up-projections, the key/value down- and up-projections with their norms, the
+        projection."""
+        sh, t = self.sh, self.sh.tp
+        if not sh.mla:
+            return [(sh.h, False, False), ((sh.q + 2 * sh.kv) * sh.h // t, False, True),
+                    (sh.h * sh.q // t, False, True)]
+        a = sh.mla
+        q = [(a.q_lora * sh.h, False, True), (a.q_lora, False, False),
+             (a.heads * (a.nope + a.rope) * a.q_lora, False, True)] if a.q_lora else [
+            (a.heads * (a.nope + a.rope) * sh.h, False, True)]
+        return [(sh.h, False, False), *q, ((a.kv_lora + a.rope) * sh.h, False, True),
+                (a.kv_lora, False, False), (a.heads * (a.nope + a.v) * a.kv_lora, False, True),
+                (sh.h * a.heads * a.v, False, True)]
+
+    def mlp_tensors(self, is_moe: bool) -> list[tuple[int, bool, bool]]:
+        """The MLP's (its norm, FC1, FC2) or the MoE block's (its norm, the router, each local
+        expert's FC1 then each one's FC2: Transformer Engine ``GroupedLinear`` holds a weight per
+        expert, then the shared experts' FC1 and FC2: moe_layer.py L124/L154/L163 at 23e00ed)."""
+        sh, t = self.sh, self.sh.tp
+        fc1 = 2 if sh.gated else 1
+        if not (is_moe and sh.moe):
+            return [(sh.h, False, False), (fc1 * sh.f * sh.h // t, False, True),
+                    (sh.h * sh.f // t, False, True)]
+        e = sh.moe
+        out = [(sh.h, False, False), (e.experts * sh.h, False, False)]
+        out += [(fc1 * e.f * sh.h, True, True)] * e.local + [(sh.h * e.f, True, True)] * e.local
+        if e.shared:
+            out += [(fc1 * e.shared * sh.h, False, True), (sh.h * e.shared, False, True)]
+        return out
+
+    def fp8_copies(self, tensors: list[tuple[int, bool, bool]]) -> None:
+        """Transformer Engine's cached fp8 weights (row-wise, column-wise), made by each linear's
+        first forward (``is_first_microbatch``: ``memory.state.FP8_WEIGHT_LAYOUT_BYTES``) and
+        kept."""
+        if not (self.sh.fp8 and self.first_forward):
+            return
+        for n, _, matrix in tensors:
+            for per in self.sh.fp8:
+                if matrix and per:
+                    self.a(per * n)
 
     def params(self) -> list[int]:
         """Elements of the parameters in Megatron's (dense) buffer, in construction order."""
@@ -223,6 +262,7 @@ class _Replay(LatentExpertSteps):
     def attention_forward(self, x: int) -> tuple[list[int | None], int]:
         sh = self.sh
         T, h, t, loc = sh.T, sh.h, sh.tp, self.loc
+        self.fp8_copies(self.attention_tensors())
         if sh.mla:
             return self.mla_forward(x)
         ln1 = self.a(2 * loc * h)
@@ -253,6 +293,7 @@ class _Replay(LatentExpertSteps):
 
     def layer_forward(self, x: int, moe: bool = False) -> tuple[Saved, int]:
         sa, r1 = self.attention_forward(x)
+        self.fp8_copies(self.mlp_tensors(moe))
         sm, out = (self.moe_forward if moe else self.mlp_forward)(r1)
         return (sa, sm, moe), out
 
@@ -321,10 +362,10 @@ class _Replay(LatentExpertSteps):
         sh = self.sh
         x = self.a(2 * self.loc * sh.h)  # the embedding's output or the received activation
         layers = []
-        moe = sh.moe.layers if sh.moe else (False,) * sh.layers
-        for is_moe in moe:
+        for is_moe in self.moe_layers:
             s, x = self.layer_forward(x, is_moe)
             layers.append(s)
+        self.first_forward = False
         if sh.last:
             ln = self.a(2 * self.loc * sh.h)
             logits = self.a(2 * sh.T * sh.vocab / sh.tp)
@@ -372,7 +413,8 @@ def applies(cfg: RunConfig) -> bool:
     its buffer (feature ``ddp_param_buffer``), without expandable segments, for what the replay
     covers: fused attention (MLA too), dense or MoE blocks with the all-to-all dispatcher (no
     latent MoE, hybrid layers or multi-token prediction), no recompute, no interleaving, 16-bit
-    training."""
+    training or fp8 GEMMs on 16-bit parameters whose fp8 copies Transformer Engine caches
+    (profile feature ``te_weight_cache``)."""
     m, p, t = cfg.model, cfg.parallel, cfg.training
     moe_ok = not m.is_moe or (p.moe_token_dispatcher_type == "alltoall"
                               and m.moe_latent_size is None and m.mtp_num_layers == 0)
@@ -380,8 +422,10 @@ def applies(cfg: RunConfig) -> bool:
             and p.zero_stage in (0, 1) and not t.expandable_segments
             and profile_supports(cfg, "ddp_param_buffer") and moe_ok
             and m.hybrid_layer_pattern is None and not m.parallel_block
-            and t.attention in FUSED_ATTENTION and t.dtype in ("bf16", "fp16")
-            and p.recompute == "none" and (p.vpp or 1) == 1)
+            and t.attention in FUSED_ATTENTION and p.recompute == "none" and (p.vpp or 1) == 1
+            and (t.dtype in ("bf16", "fp16") or (
+                t.dtype == "fp8" and not fp8_weights_gathered(cfg)
+                and bool(profile_supports(cfg, "te_weight_cache")))))
 
 
 def shape_of(cfg: RunConfig, stage: int) -> Shape:
@@ -391,6 +435,12 @@ def shape_of(cfg: RunConfig, stage: int) -> Shape:
     mla = Mla(heads=m.num_attention_heads // p.tp, q_lora=m.q_lora_rank or 0,
               kv_lora=m.kv_lora_rank, nope=m.qk_head_dim, rope=m.qk_pos_emb_head_dim,
               v=m.v_head_dim) if m.is_mla else None
+    fp8: tuple[float, ...] = ()
+    if t.dtype == "fp8":
+        row, col = FP8_WEIGHT_LAYOUT_BYTES[t.fp8_recipe]
+        if cfg.cluster.gpu.fp8_any_layout and t.fp8_recipe in ("delayed", "current"):
+            col = 0.0  # no transposed copy where the tensor cores take either layout
+        fp8 = (row, col)
     moe = None
     if m.is_moe:
         experts = m.num_experts or 0
@@ -405,7 +455,7 @@ def shape_of(cfg: RunConfig, stage: int) -> Shape:
                  tied=bool(m.tied_embeddings), tp=p.tp, sp=p.sequence_parallel and p.tp > 1,
                  microbatches=min(cfg.schedule_microbatches, warmup + 2), warmup=warmup, dp=dp,
                  bucket=max(BUCKET_ELEMENTS, 1_000_000 * dp) if p.overlap_grad_reduce else None,
-                 dropout=m.hidden_dropout > 0, mla=mla, moe=moe)
+                 dropout=m.hidden_dropout > 0, mla=mla, moe=moe, fp8=fp8)
 
 
 @lru_cache(maxsize=256)
