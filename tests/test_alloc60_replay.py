@@ -50,6 +50,21 @@ def test_expert_and_dense_shards_each_partition_their_buffer(cases):
     assert [sum(col) for col in zip(*(rep.shards(r, experts, 2) for r in range(2)))] == experts
 
 
+def test_the_experts_own_buffer_and_shards_match_the_deepseek_reserve(cases):
+    """Routed experts in a buffer of their own, sharded over the expert data-parallel group
+    (here 1: every expert's fp32 copy on its rank), against the same experts sharded over all
+    data-parallel ranks: the measured reserve (largest rank a stage, summed) sits by the first."""
+    measured = own = dp_ways = 0.0
+    for c in _moe(cases):
+        for s in range(c.pp):
+            sh = R.shape(c.cfg, s, c.cfg.schedule_microbatches)
+            measured += max(x for v in R.measured_by_shard(c, s).values() for x in v)
+            own += max(R.replay(sh, d) for d in range(c.shard_ranks))
+            flat = replace(sh, moe=replace(sh.moe, edp=sh.dp))
+            dp_ways += max(R.replay(flat, d) for d in range(c.shard_ranks))
+    assert abs(own - measured) < 0.3 * measured < abs(dp_ways - measured)
+
+
 def test_activations_alone_strand_under_half_the_measured_reserve(cases, replays):
     for group in (lambda c: not c.cfg.model.is_moe, lambda c: c.cfg.model.is_moe):
         sel = [c for c in cases if group(c)]

@@ -121,14 +121,16 @@ def test_the_replayed_tensors_are_the_models_parameters():
     assert sum(rep.expert_params()) == experts
 
 
-def test_the_experts_buffer_adds_to_the_reserve():
-    """The experts' buffer is sharded over the expert data-parallel group (dp / ep = 2 here),
-    not the whole data-parallel group (8): their larger fp32 copies split the freed expert
-    weights' blocks and strand more (SimuMax's DeepSeek cases: 2.3-5.9 GiB;
-    tests/test_alloc60_replay.py)."""
+def test_the_experts_optimizer_shards_over_the_expert_data_parallel_group():
+    """Dense parameters shard over the 8 data-parallel ranks, the routed experts' over dp / ep
+    = 2 (their own buffer and optimizer): the fp32 main shards a rank makes."""
     sh = M.shape_of(_moe_cfg(), 0)
+    assert (sh.dp, sh.moe.edp) == (8, 2)
+    rep = M._Replay(sh)
+    dense, experts = sum(rep.params()), sum(rep.expert_params())
+    made = sum(rep.build(0))
+    assert made == pytest.approx(dense / 8 + experts / 2, rel=1e-3)
     assert M.replay(sh) > 512 * MiB
-    assert M.replay(sh) > M._Replay(replace(sh, moe=replace(sh.moe, edp=sh.dp))).run(0)
 
 
 def test_fp8_runs_replay_transformer_engines_cached_weights():
