@@ -24,7 +24,7 @@ MCORE = {"id": "r", "model": "deepseek-v3", "gpu": "gb200", "num_gpus": "256",
          "recompute": "selective", "distributed_optimizer": "1", "sequence_parallel": "0",
          "dtype": "bf16", "framework": "megatron-core", "framework_version": "0.16",
          "measured_iteration_s": "1", "options": ""}
-# NeMo nemotron4-340b-synth.yaml (dgxc-benchmarking @ 35a9aecc8d L151): overlap_p2p_comm False
+# a NeMo 24.09 interleaved run (the layout of dgxc-benchmarking's Nemotron-4 340B, 35a9aecc8d)
 NEMO = {"id": "n", "model": "llama2-70b", "gpu": "h100-sxm-80gb", "num_gpus": "128",
         "gpus_per_node": "8", "tp": "8", "pp": "8", "vpp": "10", "sequence_parallel": "1",
         "global_batch_size": "32", "micro_batch_size": "1", "seq_length": "4096",

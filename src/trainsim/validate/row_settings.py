@@ -341,9 +341,9 @@ def stated_options(row: dict[str, str]) -> set[str]:
     features (validation README: "features the run used"), the framework's defaults it kept
     included; only an empty cell is a setting the source did not state, which takes the
     framework's defaults (``recipe_options``) and its user's choices (``tuned_switches``). The
-    format has no negation, so a run that turned a default off (NeMo's nemotron4-340b-synth.yaml
-    and the 24.01 gpt3/175b.yaml: ``overlap_p2p_comm: False`` on an interleaved pipeline) can be
-    written only this way."""
+    format has no negation, so a run that turned a default off (the NeMo Launcher's 24.01
+    gpt3/175b.yaml: ``overlap_p2p_comm: False`` on an interleaved pipeline; SimuMax's 'sync'
+    cases: ``--no-overlap-p2p-communication``) can be written only this way."""
     return {o.strip() for o in (_cell(row, "options") or "").split(";") if o.strip()}
 
 

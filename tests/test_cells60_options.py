@@ -1,0 +1,86 @@
+"""Options cells read from their runs' sources (60th session, cells60): a stated cell is the run's
+whole list (validation README format v2), so a cell that leaves out a default its framework turns
+on must be one the source bears out (``benchmarks/options_omitted.py`` READ) or it is open.
+
+- NVIDIA/dgxc-benchmarking@35a9aecc8d nemotron/configure.sh (sourced by nemotron/launch.sh, its
+  overrides passed to megatron_gpt_pretraining.py after the yaml): L76-78 'model.overlap_p2p_comm=True
+  model.batch_p2p_comm=False' for 340b, L97 'model.ub_tp_comm_overlap=True' for every size, L65
+  NVTE_FUSED_ATTN=0 for 340b; nemotron4-340b-synth.yaml's own L151 overlap_p2p_comm False and L172
+  ub_tp_comm_overlap False are overridden. The 24.11 340b rows had copied the yaml.
+- foundation-model-stack/fms-fsdp@3b1ce15 main_training.py: FSDP1, then torch.compile(model);
+  FSDP1 reduce-scatters from its post-backward hook on its own stream (torch
+  fsdp/_runtime_utils.py ``_post_backward_hook``): the compile rows list the overlap too."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import overlaps
+
+from trainsim.validate.row_settings import omitted_defaults
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import options_omitted  # noqa: E402
+
+CHECK_FILES = [p for p in sorted((ROOT / "benchmarks").glob("training_*.csv"))
+               if "errata" not in p.name]
+PUBLIC = ROOT.parent / "shared" / "validation" / "training_public.csv"
+
+
+def _rows(name: str) -> dict[str, dict[str, str]]:
+    with open(ROOT / "benchmarks" / name, newline="") as fh:
+        return {r["id"]: r for r in csv.DictReader(fh)}
+
+
+def test_no_check_file_row_drops_a_default_its_source_was_not_read_for():
+    # a cell copied from a recipe file or a command line again would be listed open here
+    listed = options_omitted.omitted(CHECK_FILES)
+    assert [r for r in listed if r[1] not in options_omitted.READ] == []
+    # and every row the table names as read is still one that leaves a default out
+    ids = {r[1] for r in listed}
+    assert {i for i in options_omitted.READ if not i.startswith("bridge2509")} <= ids
+
+
+@pytest.mark.skipif(not PUBLIC.exists(), reason="../shared/validation not checked out")
+def test_the_public_row_left_out_is_the_one_read():
+    assert [r[1] for r in options_omitted.omitted([PUBLIC])] == ["bridge2509-deepseek-v3-1024"]
+
+
+def test_a_default_that_cannot_act_is_not_listed(tmp_path):
+    # one GPU (benchmarks/training_h200_steps.csv): nothing to reduce, dp_overlap changes nothing
+    row = {"id": "one", "model": "llama3.2-1b", "gpu": "h200-sxm-141gb", "num_gpus": "1",
+           "tp": "1", "pp": "1", "global_batch_size": "1", "micro_batch_size": "1",
+           "seq_length": "4096", "dtype": "bf16", "framework": "pytorch",
+           "framework_version": "2.11", "measured_iteration_s": "1", "options": "enable_gqa"}
+    assert omitted_defaults(row) == {"dp_overlap"}
+    path = tmp_path / "t.csv"
+    two = {**row, "id": "two", "num_gpus": "2", "global_batch_size": "2"}
+    path.write_text(",".join(row) + "\n" + "\n".join(",".join(r.values()) for r in (row, two))
+                    + "\n")
+    assert options_omitted.omitted([path]) == [("t.csv", "two", "enable_gqa", "dp_overlap", 2)]
+
+
+def test_the_24_11_nemotron4_340b_rows_run_configure_sh_overrides():
+    rows = _rows("training_dgxc.csv")
+    big = [r for i, r in rows.items() if i.startswith("dgxc2411-nemotron4-340b")]
+    assert len(big) == 4
+    for r in big:
+        assert set(r["options"].split(";")) == {"tp_overlap", "pp_overlap", "dp_overlap"}
+        assert r["attention"] == "flash2" and "configure.sh L65" in r["note"]
+        # grad reduce, param gather, p2p and TP overlap all on, as the 25.04 rows of the model
+        assert overlaps(r) == (True, True, True, True)
+        assert omitted_defaults(r) == set()
+    later = [r for i, r in rows.items() if i.startswith("dgxc2504-nemotron4-340b")]
+    assert {r["options"] for r in later} == {big[0]["options"]}
+
+
+def test_the_fms_compile_rows_keep_fsdps_overlap():
+    rows = _rows("training_pytorch.csv")
+    comp = [r for i, r in rows.items() if i.startswith("fms2405")]
+    assert len(comp) == 8
+    assert {r["options"] for r in comp} == {"compile;dp_overlap"}
+    assert all(omitted_defaults(r) == set() for r in comp)
