@@ -24,7 +24,7 @@ from trainsim.validate.row_settings import omitted_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import options_omitted  # noqa: E402
+import options_omitted
 
 CHECK_FILES = [p for p in sorted((ROOT / "benchmarks").glob("training_*.csv"))
                if "errata" not in p.name]
