@@ -50,6 +50,13 @@ CHANGES = {
                   "ub_tp_comm_overlap True and dropout 0 as before"),
 }
 
+# fp8 parameters, all-gathered as uint8 (the dgxc2411 rows' note: NeMo's fp8_model_init and Apex
+# DistributedFusedAdam, or Megatron-core's DDP fp8_param_gather under mcore_distributed_optim,
+# NVIDIA/NeMo@v2.1.0 megatron_gpt_model.py L396 and L598), still passed at 8f5cbb3799 (cells60)
+FP8_PARAMS = {"llama3.1": "llama3.1/configure.sh L124 '+model.fp8_params=$FP8_ENABLED'",
+              "gpt3": "nemo_megatron/gpt3_175b_hydra.yaml L221 'fp8_params: true'",
+              "nemotron4": "nemotron/configure.sh L115 '+model.fp8_params=${FP8_ENABLED^}'"}
+
 
 def rows() -> list[dict]:
     with open(HERE / "training_dgxc.csv", newline="") as fh:
@@ -86,6 +93,9 @@ def rows() -> list[dict]:
                     "and scale (training_dgxc.csv, whose note cites the recipe), re-measured in the "
                     f"24.12 container: {CHANGES[family]}; DGX H100 (8 GPUs per NVLink domain, 400 Gb/s "
                     "ConnectX-7 per GPU, inferred: the README names only 'H100 GPUs')")
+                if dtype == "fp8":
+                    assert r["fp8_param_gather"] == "1", r["id"]
+                    r["note"] += f"; fp8_param_gather 1: {FP8_PARAMS[family]} at 8f5cbb3799"
                 out.append(stated({k: r.get(k, "") for k in header}))  # deferral_cells
     return out
 

@@ -84,3 +84,23 @@ def test_the_fms_compile_rows_keep_fsdps_overlap():
     assert len(comp) == 8
     assert {r["options"] for r in comp} == {"compile;dp_overlap"}
     assert all(omitted_defaults(r) == set() for r in comp)
+
+
+def test_the_24_11_and_25_02_fp8_rows_gather_fp8_parameters():
+    # dgxc-benchmarking passes fp8_params on every fp8 run of these recipes (nemotron and
+    # llama3.1 configure.sh, gpt3_175b_hydra.yaml L221); NeMo all-gathers them as uint8
+    for name, prefix in (("training_dgxc.csv", "dgxc2411"), ("training_dgxc2502.csv", "dgxc2502")):
+        rows = [r for i, r in _rows(name).items() if i.startswith(prefix)]
+        assert len(rows) == (24 if prefix == "dgxc2411" else 20)
+        for r in rows:
+            assert r["fp8_param_gather"] == ("1" if r["dtype"] == "fp8" else ""), r["id"]
+            assert ("fp8_params" in r["note"]) == (r["dtype"] == "fp8"), r["id"]
+    # the later NeMo 2 rows leave it to the 25.02 profile (its plugin default: off)
+    assert all(r["fp8_param_gather"] == "" for i, r in _rows("training_dgxc.csv").items()
+               if i.startswith("dgxc2504"))
+
+
+def test_llama_24_11_rows_state_cudnn_attention_as_configure_sh_exports():
+    rows = [r for i, r in _rows("training_dgxc.csv").items() if i.startswith("dgxc2411-llama3.1")]
+    assert len(rows) == 12
+    assert all(r["attention"] == "cudnn" and "NVTE_FLASH_ATTN=0" in r["note"] for r in rows)

@@ -62,8 +62,9 @@ def test_a_row_the_chosen_profile_refuses_takes_the_next_that_accepts_it():
 
 def test_a_row_no_profile_accepts_fails_with_the_first_refusal():
     # ZeRO-3 selects torchtitan, whose optimizer is not Apex's; nemo's Apex entry has no ZeRO-3
+    # (the row's stated flash2 attention, configure.sh's NVTE_FUSED_ATTN=0, would select another)
     got = predict_training_row(_dgxc_row("dgxc2411-nemotron4-340b-bf16-128", zero_stage="3",
-                                         distributed_optimizer=""))
+                                         distributed_optimizer="", attention=""))
     assert got.predicted is None and got.error
     assert "optimizer_dtype=bf16" in got.error and "torchtitan" in got.error
 
