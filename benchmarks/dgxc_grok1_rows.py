@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mirror_rows
 
 HEADER = mirror_rows.v2_header(vocab_size=["tied_embeddings"], ep=["etp"],
-                               note=["attention_dropout", "hidden_dropout"])
+                               note=["attention_dropout", "hidden_dropout", "fp8_param_gather"])
 REPO_DIR = "NVIDIA+dgxc-benchmarking"
 REPO = "NVIDIA/dgxc-benchmarking"
 README = "grok1/README_314b.md"
@@ -82,6 +82,13 @@ ETP_SOURCES = (
       "        expert_tensor_parallel_size_ = tensor_model_parallel_size")),
 )
 ETP_KEYS = ("expert_tensor_parallel_size", "moe_extended_tp")  # in neither yaml nor configure.sh
+# the fp8 rows' fp8_param_gather cell (cells60): NeMo passes fp8_params to Megatron-core's DDP
+# (tag, line, phrase) in nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py
+FP8_PARAM_SOURCES = (
+    ("v2.0.0", 362, "if HAVE_TE and self.cfg.get('fp8', False) and self.cfg.get('fp8_params', False):"),
+    ("v2.0.0", 563, "fp8_param_gather=self.cfg.get('fp8_params', False),"),
+    ("v2.1.0", 396, "if HAVE_TE and self.cfg.get('fp8', False) and self.cfg.get('fp8_params', False):"),
+    ("v2.1.0", 598, "fp8_param_gather=self.cfg.get('fp8_params', False),"))
 
 CONFIGURE_PHRASES = ("export NVTE_FUSED_ATTN=0", "model.ub_tp_comm_overlap=true",
                      "model.sequence_parallel=true", "model.fp8_params=${FP8_ENABLED^}",
@@ -113,6 +120,7 @@ def rows() -> list[dict[str, object]]:
                     etp=tp, sequence_parallel=1, recompute="none", distributed_optimizer=1,
                     global_batch_size=gbs, micro_batch_size=1, dtype=dtype,
                     fp8_recipe="delayed" if dtype == "fp8" else "",
+                    fp8_param_gather=1 if dtype == "fp8" else "",
                     options="tp_overlap;dp_overlap" + (";pp_overlap" if vpp > 1 else ""),
                     framework="nemo", framework_version=version, attention="flash2",
                     grad_reduce_dtype="bf16", moe_dispatcher="alltoall", moe_capacity_factor="1.0",
@@ -147,8 +155,13 @@ def rows() -> list[dict[str, object]]:
                           "bf16; ub_tp_comm_overlap and sequence parallel (configure.sh); "
                           "overlap_p2p_comm with VP; NVTE_FUSED_ATTN=0 with use_flash_attention: "
                           "Transformer Engine's flash-attention backend (flash2); dropout 0; "
-                          + ("fp8 hybrid delayed scaling (amax history 1024), fp8_params True "
-                             "(fp8 parameter all-gather: no column, the profile's default); "
+                          + ("fp8 hybrid delayed scaling (amax history 1024); fp8_param_gather 1: "
+                             "configure.sh's model.fp8_params=${FP8_ENABLED^} builds the model "
+                             "under Transformer Engine's fp8_model_init and the mcore distributed "
+                             "optimizer's DDP gathers those fp8 parameters "
+                             "(DistributedDataParallelConfig fp8_param_gather=cfg.fp8_params, "
+                             "NVIDIA/NeMo@v2.0.0 megatron_gpt_model.py L362-363 and L563, v2.1.0 "
+                             "L396 and L598); "
                              if dtype == "fp8" else "")
                           + f"container {image}; NeMo {version} (1.0-style launcher yaml, "
                           "megatron_amp_O2); DGX H100, 8 GPUs a node, 400 Gb/s per GPU "
@@ -208,6 +221,10 @@ def check() -> list[str]:
     for repo, commit, path, phrase in ETP_SOURCES:
         if phrase not in mirror_rows.show(repo, commit, path):
             bad.append(f"{repo}@{commit} {path}: no {phrase!r}")
+    gpt = "nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py"
+    for tag, line, phrase in FP8_PARAM_SOURCES:
+        if mirror_rows.show("NVIDIA+NeMo", tag, gpt).splitlines()[line - 1].strip() != phrase:
+            bad.append(f"NVIDIA/NeMo@{tag} {gpt} L{line}: not {phrase!r}")
     return bad
 
 
