@@ -44,6 +44,7 @@ COMMIT = "067f987df03b8355b03192d88d70f1709fedf51a"
 ARCHIVE = "docs/performance-summary-archive.md"
 PUBLIC = Path(__file__).resolve().parents[1] / "src/trainsim/data/validation/training_public.csv"
 HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"], options=["cuda_graph_scope"],
+                               recompute=["cpu_offloading_num_layers"],
                                fp8_recipe=["num_layers_at_end_in_bf16"])
 HYBRID_HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"], ep=["etp"],
                                       options=["cuda_graph_scope"],

@@ -69,11 +69,12 @@ DS_LAYOUT = "Et*4|(t*4|)*14tmL"
 
 
 def _r(config: tuple[str, str], options: str, scope: str = "", dispatcher: str = "",
-       modules: str | None = None, layout: str = "", fp8_recipe: str = "") -> dict:
+       modules: str | None = None, layout: str = "", fp8_recipe: str = "",
+       offload: int = 0) -> dict:
     return {"config": config, "options": options, "cuda_graph_scope": scope,
             "moe_dispatcher": dispatcher, "recompute": "selective" if modules else "none",
             "recompute_modules": modules or "", "pipeline_layout": layout,
-            "fp8_recipe": fp8_recipe}
+            "fp8_recipe": fp8_recipe, "cpu_offloading_num_layers": str(offload)}
 
 
 _ROW = "bridgearch2606-"
@@ -116,6 +117,9 @@ ROWS_2606 = {
 
 _ROW4 = "bridgearch2604p1-"
 ROWS_2604 = {
+    _ROW4 + "llama3-70b-gb300-64-fp8": _r(
+        (LLAMA3, "LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_CS_V2"), "dp_overlap", fp8_recipe="current",
+        offload=20),
     _ROW4 + "llama3-70b-gb300-64-mxfp8": _r(
         (LLAMA3, "LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2"), "pp_overlap;dp_overlap"),
     _ROW4 + "llama3-70b-gb300-64-nvfp4": _r(
@@ -166,9 +170,10 @@ ROWS_2604 = {
         (QWEN3, "QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_FP8_MX_V2"), "dp_overlap", "", "hybridep"),
 }
 """The 26.04.01 section's rows (Megatron-Bridge v0.4.2), read as ``ROWS_2606``; the MoE rows
-whose config names no flex backend run ``alltoall`` (overrides.py L230-233). Left out:
-llama3-70b-gb300-64-fp8 (LLAMA3_70B_..._GB300_FP8_CS_V2: Megatron FSDP with
-``cpu_offloading_num_layers`` 20, which the archive file has no column for)."""
+whose config names no flex backend run ``alltoall`` (overrides.py L230-233). llama3-70b-gb300-64-fp8
+(LLAMA3_70B_..._GB300_FP8_CS_V2: Megatron FSDP, MBS 2) offloads the activations of 20 layers
+(``cpu_offloading_num_layers``, overrides.py L140-143; cells60, cells59b's lead 2); every other
+read config sets no offloading (0)."""
 
 RELEASES = {"26.06": (TAG, ROWS_2606), "26.04": ("v0.4.2", ROWS_2604)}
 """framework_version -> (Megatron-Bridge tag, the rows read from its recipes)."""
@@ -215,6 +220,11 @@ RULE_LINES_2604 = (
     ("scripts/performance/utils/utils.py", 106, 'if config_variant.lower() == "v2":'),
     ("scripts/performance/utils/utils.py", 71, "return bool(self.tensor_model_parallel_size > 1)"),
     ("scripts/performance/utils/overrides.py", 210, "cfg.model.sequence_parallel = settings.sequence_parallel"),
+    # a config's cpu_offloading_num_layers: activation offloading of that many layers
+    ("scripts/performance/utils/overrides.py", 141, "recipe.model.cpu_offloading = True"),
+    ("scripts/performance/utils/overrides.py", 142, "recipe.model.cpu_offloading_weights = False"),
+    ("scripts/performance/utils/overrides.py", 143,
+     "recipe.model.cpu_offloading_num_layers = cpu_offloading_num_layers"),
     ("scripts/performance/utils/overrides.py", 149, "recipe.model.recompute_modules = recompute_modules"),
     ("scripts/performance/utils/overrides.py", 150, 'recipe.model.recompute_granularity = "selective"'),
     ("scripts/performance/utils/overrides.py", 158,
@@ -303,7 +313,9 @@ def note(rid: str, version: str) -> str:
             + (f", dispatcher {c['moe_dispatcher']}" if c["moe_dispatcher"] else "")
             + (f", recompute selective {c['recompute_modules']}" if c["recompute_modules"] else
                ", no recompute")
-            + (f", layout {c['pipeline_layout']}" if c["pipeline_layout"] else ""))
+            + (f", layout {c['pipeline_layout']}" if c["pipeline_layout"] else "")
+            + (f", activations of {c['cpu_offloading_num_layers']} layers offloaded to the host"
+               if c["cpu_offloading_num_layers"] != "0" else ""))
     return "; ".join(out)
 
 
@@ -333,6 +345,7 @@ def _derived(cfg: dict) -> dict[str, str]:
             "moe_dispatcher": cfg.get("moe_flex_dispatcher_backend") or "alltoall" * moe,
             "recompute_modules": ";".join(cfg.get("recompute_modules") or []),
             "pipeline_layout": cfg.get("pp_layout") or "",
+            "cpu_offloading_num_layers": str(cfg.get("cpu_offloading_num_layers") or 0),
             "ep_overlap": "ep_overlap" if cfg.get("moe_a2a_overlap") else ""}
 
 
@@ -372,7 +385,8 @@ def check(rows: dict[str, dict[str, str]]) -> list[str]:
             if row[col] != want and not (col == "global_batch_size" and rid.endswith("gbs15360")):
                 bad.append(f"{rid}: {col} {row[col]} but {name} {key} {want}")
         d = _derived(cfg)
-        for col in ("cuda_graph_scope", "moe_dispatcher", "recompute_modules", "pipeline_layout"):
+        for col in ("cuda_graph_scope", "moe_dispatcher", "recompute_modules", "pipeline_layout",
+                    "cpu_offloading_num_layers"):
             if c[col] != d[col]:
                 bad.append(f"{rid}: {col} {c[col]!r}, {name}: {d[col]!r}")
         opts = c["options"].split(";")

@@ -104,3 +104,32 @@ def test_llama_24_11_rows_state_cudnn_attention_as_configure_sh_exports():
     rows = [r for i, r in _rows("training_dgxc.csv").items() if i.startswith("dgxc2411-llama3.1")]
     assert len(rows) == 12
     assert all(r["attention"] == "cudnn" and "NVTE_FLASH_ATTN=0" in r["note"] for r in rows)
+
+
+def test_the_gb300_fsdp_row_offloads_its_recipes_20_layers(monkeypatch):
+    """Megatron-Bridge@v0.4.2 llama3_workload_base_configs.py LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_CS_V2
+    (L211-216): Megatron FSDP, MBS 2, cpu_offloading_num_layers 20 (overrides.py L140-143:
+    cpu_offloading on, weights not offloaded); the archive row states it (cells59b's lead 2)."""
+    import bridge_archive_rows as gen
+    import bridge_recipe_cells as cells
+    import mirror_rows
+
+    from trainsim.validate.training import row_config
+
+    rid = "bridgearch2604p1-llama3-70b-gb300-64-fp8"
+    with open(ROOT / "benchmarks" / "training_bridge_archive.csv", newline="") as fh:
+        rows = {r["id"]: r for r in csv.DictReader(fh)}
+    row = rows[rid]
+    assert (row["cpu_offloading_num_layers"], row["options"], row["recompute"]) == \
+        ("20", "dp_overlap", "none")
+    cfg = row_config(row)
+    assert cfg.parallel.cpu_offloading_num_layers == 20 and cfg.parallel.zero_stage == 3
+    # every other read row's config sets no offloading, and says so
+    read = {**cells.ROWS_2606, **cells.ROWS_2604}
+    assert {rows[i]["cpu_offloading_num_layers"] for i in read if i != rid} == {"0"}
+    if not mirror_rows.mirror(cells.REPO_DIR).exists():
+        pytest.skip("no Megatron-Bridge mirror")
+    generated = {r["id"]: r for r in gen.rows()}
+    wrong = {**cells.ROWS_2604, rid: {**cells.ROWS_2604[rid], "cpu_offloading_num_layers": "0"}}
+    monkeypatch.setattr(cells, "RELEASES", {"26.04": ("v0.4.2", wrong)})
+    assert [b for b in cells.check(generated) if rid in b and "cpu_offloading" in b]
