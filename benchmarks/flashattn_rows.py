@@ -120,6 +120,9 @@ UNFIT = ("; the micro-batch cell is left empty (the tool chooses): the config's 
 ONE_RANK = (" (here over one rank: ZeroRedundancyOptimizer partitions the state over a world of "
             "1, so the whole state is on it and nothing is broadcast: zero_stage 0 in effect, "
             "written so)")
+HF_ACTIVATION = "gelu_new"
+"""GPT2Config's default ``activation_function`` (transformers 4.x and 5.24.0
+configuration_gpt2.py), which model/gpt2-hf.yaml leaves as it is (``check``)."""
 HF_STACK = ("the same Lightning loop (trainer precision 16: torch.autocast in fp16 with a gradient "
             "scaler over fp32 parameters, gradients and optimizer state; grad_reduce_dtype fp32) "
             "around Hugging Face transformers' GPT2LMHeadModel (model/gpt2-hf.yaml: "
@@ -163,10 +166,12 @@ def flops_per_sequence(cfg: str) -> float:
 
 def _row(rid, source, cfg, preset, attention, version, t, note, *, shape=None, gpu="a100-sxm-80gb",
          gpus=GPUS, dtype="bf16", mbs_note="", where=f"{EXP}/", stack=STACK, hw=HW,
-         options="dp_overlap;fused_kernels", vocab=VOCAB, framework="flash-attention"):
+         options="dp_overlap;fused_kernels", vocab=VOCAB, framework="flash-attention",
+         activation=""):
     h, layers, heads, seq, gbs, mbs, zero1 = shape or CONFIGS[cfg]
     return {
         "id": rid, "source": source, "model": preset, "num_attention_heads": heads,
+        "activation": activation,
         "vocab_size": vocab, "seq_length": seq, "gpu": gpu, "num_gpus": gpus,
         "gpus_per_node": 8, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "sequence_parallel": 0,
         "recompute": "none", "zero_stage": 1 if zero1 and gpus > 1 else 0,
@@ -260,7 +265,7 @@ def rows() -> list[dict]:
             "unfused, as the pytorch profile reads transformers' eager attention (GPT-2's _attn: "
             "softmax on autocast's fp32 list, then cast back)",
             shape=LAMBDA_HF_SHAPE, gpu=gpu, gpus=gpus, dtype="fp16", options="dp_overlap",
-            vocab=50257, framework="pytorch",
+            vocab=50257, framework="pytorch", activation=HF_ACTIVATION,
             where="LambdaLabsML/flash-attention training/configs/experiment/owt/",
             stack=HF_STACK, hw=_lambda_hw(gpu, gpus)))
     return out
@@ -343,6 +348,11 @@ def _check_config(commit: str, cfg: str, repo: str = REPO_DIR, group: str = "pil
         bad.append(f"{cfg} @ {commit}: precision/devices {c['trainer']['precision']}/{c['trainer']['devices']}")
     if hf and (c.get("_model") != "gpt2-hf" or c["train"].get("loss_fn", "") is not None):
         bad.append(f"{cfg} @ {commit}: model {c.get('_model')}, loss_fn {c['train'].get('loss_fn')}")
+    if hf:  # the model config's own keys: no activation_function, so GPT2Config's gelu_new
+        model_yaml = yaml.safe_load(mirror_rows.show(repo, commit, "training/configs/model/gpt2-hf.yaml"))
+        if "activation_function" in (model_yaml.get("config") or {}) or \
+                "activation_function" in mc:
+            bad.append(f"{cfg} @ {commit}: activation_function set, not {HF_ACTIVATION}")
     if not hf and (mc.get("pad_vocab_size_multiple") != 8 or not mc.get("use_flash_attn")
                    or c.get("_model") != "gpt2"):
         bad.append(f"{cfg} @ {commit}: vocab padding / use_flash_attn {mc}")

@@ -22,8 +22,10 @@ nvcr.io/nvidia/pytorch:22.12, L5) with ``scale_attn_by_inverse_layer_idx: true``
 
    * ``gelu_new`` (GPT2Config's default ``activation_function``): the tanh formula of
      Hendrycks & Gimpel as eight PyTorch ops, transformers' ``NewGELUActivation`` (taken from
-     the installed transformers where there is one), against the one fused GeLU kernel the
-     op list prices (4 bytes an element forward, 6 backward);
+     the installed transformers where there is one), run under an emulation of CUDA autocast
+     (``autocast_fp32``: ``pow`` cast to fp32 as ATen's CUDA fp32 list says, the fp32 output
+     cast back for the next GEMM), against what the op list prices for it (the 59th session's
+     one fused GeLU kernel; since gelu60 the eager chain of ``workload.hf_activations``);
    * GPT-2's score passes in ``GPT2Attention._attn`` (4.2x: matmul, ``/ torch.full([],
      sqrt(head_dim))``, ``/ float(layer_idx + 1)`` where ``scale_attn_by_inverse_layer_idx``,
      ``torch.where(causal_mask, w, mask_value)`` on the 16-bit scores with a bool mask,
@@ -49,6 +51,7 @@ from layer_prices import chosen_config
 
 from trainsim.compute.host import HOST_S_PER_KERNEL, launches
 from trainsim.pricing import Pricer
+from trainsim.workload.elementwise import backward_bytes
 from trainsim.workload.grad_accumulation import fp32_grad_accumulation
 from trainsim.workload.head import (
     embedding_backward,
@@ -79,8 +82,8 @@ def _storage_bytes(t: Any) -> int:
 
 
 def count_ops(fn, *args) -> dict[str, dict[str, float]]:
-    """ATen kernels and their bytes (tensor inputs + outputs, each tensor's storage once an
-    op) of ``fn(*args)`` forward and of its backward, matmuls apart."""
+    """ATen kernels and their bytes (each tensor input's storage once, plus each output's) of
+    ``fn(*args)`` forward and of its backward, matmuls apart."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
@@ -93,10 +96,12 @@ def count_ops(fn, *args) -> dict[str, dict[str, float]]:
         def __torch_dispatch__(self, func, types, a=(), kw=None):
             out = func(*a, **(kw or {}))
             name = func.overloadpacket.__name__
-            if name not in NO_KERNEL:
-                tensors = {id(t): t for t in tree_flatten((a, kw, out))[0]
-                           if isinstance(t, torch.Tensor)}
-                self.ops.append((name, sum(_storage_bytes(t) for t in tensors.values())))
+            if name not in NO_KERNEL:  # what it reads, then what it writes (an in-place
+                # op's output is its input, read and written: gelu60)
+                read = {id(t): t for t in tree_flatten((a, kw))[0] if isinstance(t, torch.Tensor)}
+                wrote = {id(t): t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)}
+                self.ops.append((name, sum(_storage_bytes(t) for t in (*read.values(),
+                                                                       *wrote.values()))))
             return out
 
     def tally(ops):
@@ -124,6 +129,50 @@ def gelu_new(x):
         return 0.5 * x * (1.0 + torch.tanh(c * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
+def autocast_fp32_ops() -> frozenset[str]:
+    """The ops CUDA autocast runs in fp32: ``AT_FORALL_FP32`` of the installed torch's
+    ATen/autocast_mode.h (registered for CUDA by aten/src/ATen/autocast_mode.cpp,
+    ``AT_FORALL_FP32(_KERNEL_CUDA_FP32)``); empty where the header is not installed."""
+    import re
+    from pathlib import Path
+
+    import torch
+    path = Path(torch.__file__).parent / "include" / "ATen" / "autocast_mode.h"
+    text = path.read_text() if path.exists() else ""
+    head = "#define AT_FORALL_FP32(_)"
+    if head not in text:
+        return frozenset()
+    return frozenset(re.findall(r"_\((\w+)", text.split(head, 1)[1].split("#define", 1)[0]))
+
+
+def autocast_fp32(fn, fp32_ops: frozenset[str] | None = None):
+    """``fn`` run as under CUDA ``torch.autocast`` with 16-bit activations, for the ops on the
+    fp32 list (``autocast_fp32_ops``): each such call's 16-bit tensor arguments cast to fp32
+    first (autocast's ``cached_cast(kFloat, ...)``), and an fp32 result cast back to the
+    input's dtype as the next GEMM's autocast (``addmm`` on the lower-precision list) casts it.
+    The meta device has no autocast of its own."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    ops = autocast_fp32_ops() if fp32_ops is None else fp32_ops
+
+    class Fp32List(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", "").strip("_")
+            if name.removeprefix("r") in ops and name not in ops:  # __rpow__: pow.Scalar
+                name = name.removeprefix("r")
+            if name in ops:
+                args = tuple(a.float() if isinstance(a, torch.Tensor)
+                             and a.dtype in (torch.float16, torch.bfloat16) else a for a in args)
+            return func(*args, **(kwargs or {}))
+
+    def run(x):
+        with Fp32List():
+            y = fn(x)
+        return y.to(x.dtype) if y.dtype != x.dtype else y
+    return run
+
+
 def gpt2_score_passes(heads: int, seq: int, head_dim: int, layer_idx: int, p: float):
     """A function of (q, k, v) running GPT-2's eager ``_attn`` steps under fp16 autocast
     (module docstring), the fp32 softmax spelled out as autocast issues it."""
@@ -146,14 +195,16 @@ def gpt2_score_passes(heads: int, seq: int, head_dim: int, layer_idx: int, p: fl
     return run
 
 
-def eager_counts(h: int, ffn: int, heads: int, seq: int, p: float) -> dict[str, Any]:
-    """gelu_new on the fc1 output and GPT-2's score passes, one layer, micro-batch 1."""
+def eager_counts(h: int, ffn: int, heads: int, seq: int, p: float, autocast: bool = True
+                 ) -> dict[str, Any]:
+    """gelu_new on the fc1 output (under the autocast emulation, ``autocast_fp32``, unless
+    ``autocast`` is False) and GPT-2's score passes, one layer, micro-batch 1."""
     import torch
     x = torch.empty(seq, ffn, dtype=torch.float16, device="meta", requires_grad=True)
     d = h // heads
     qkv = [torch.empty(1, heads, seq, d, dtype=torch.float16, device="meta",
                        requires_grad=True) for _ in range(3)]
-    return {"gelu_new": count_ops(gelu_new, x),
+    return {"gelu_new": count_ops(autocast_fp32(gelu_new) if autocast else gelu_new, x),
             "gpt2_scores": count_ops(gpt2_score_passes(heads, seq, d, 1, p), *qkv),
             "gelu_elements": seq * ffn, "scores": heads * seq * seq}
 
@@ -200,15 +251,19 @@ def row_parts(row_id: str) -> dict[str, Any]:
                      m.attention_dropout)
     e, s = c["gelu_elements"], c["scores"]
     g, a = c["gelu_new"], c["gpt2_scores"]
-    # what the op list prices for the same: one fused GeLU (4 + 6 bytes an element); the
-    # unfused core's softmax (4 + 6) and dropout (5 + 5) and hf_eager_score_ops (24 + 22)
+    # what the op list prices for the same: its activation op (one fused GeLU before gelu60,
+    # 4 + 6 bytes an element; now the eager chain); the unfused core's softmax (4 + 6) and
+    # dropout (5 + 5) and hf_eager_score_ops (24 + 22)
     priced_scores = {"forward": (4 + 5 + 24) * s, "backward": (6 + 5 + 22) * s}
     priced_kernels = {"forward": 2 + 3, "backward": 2 + 3}
-    gelu_priced = {"forward": 4 * e, "backward": 6 * e}
+    act = next(op for op in lf if isinstance(op, Elementwise) and op.name == "gelu")
+    act_bwd = backward_bytes(act)
+    gelu_priced = {"forward": act.bytes, "backward": act_bwd[0]}
+    gelu_kernels = {"forward": act.kernels, "backward": act_bwd[1]}
     extra = {}
     for d in ("forward", "backward"):
         extra[f"gelu_new {d}"] = _priced(pricer, "gelu_new", g[d]["bytes"] - gelu_priced[d],
-                                         g[d]["kernels"] - 1)
+                                         g[d]["kernels"] - gelu_kernels[d])
         extra[f"gpt2 scores {d}"] = (
             _priced(pricer, "gpt2_scores", a[d]["bytes"] - priced_scores[d],
                     a[d]["kernels"] - priced_kernels[d])
@@ -221,7 +276,8 @@ def row_parts(row_id: str) -> dict[str, Any]:
     ends = hf + head_backward(cfg, sh, hf) + embedding_forward(cfg, sh) \
         + embedding_backward(cfg, sh) + acc
     listed = m.num_layers * sum(launches(op) for op in lf + lb) + sum(launches(op) for op in ends)
-    more = m.num_layers * sum(g[d]["kernels"] - 1 + a[d]["kernels"] - priced_kernels[d]
+    more = m.num_layers * sum(g[d]["kernels"] - gelu_kernels[d] + a[d]["kernels"]
+                              - priced_kernels[d]
                               for d in ("forward", "backward"))
     measured_mb = res.measured / n_mb
     return {
@@ -233,6 +289,8 @@ def row_parts(row_id: str) -> dict[str, Any]:
                          else 1e3 * v) for k, v in parts.items()},
         "counted": {"gelu_new": {d: {k: g[d][k] / (e if k == "bytes" else 1)
                                      for k in ("kernels", "bytes")} for d in g},
+                    "gelu_priced": {d: {"kernels": gelu_kernels[d],
+                                        "bytes": gelu_priced[d] / e} for d in gelu_priced},
                     "gpt2_scores": {d: {k: a[d][k] / (s if k == "bytes" else 1)
                                         for k in ("kernels", "bytes", "matmuls")} for d in a},
                     "gelu_ops": g["forward"]["ops"], "score_ops": a["forward"]["ops"],

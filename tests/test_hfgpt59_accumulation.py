@@ -81,12 +81,13 @@ def test_only_ddp_over_fp32_gradients():
 def test_the_baseline_rows_move_by_the_accumulation():
     """The A100 row's step grows by 512 micro-batches x the accumulation's price (~19.5 ms a
     micro-batch: 32 GB at the A100's memory rate): -36.4 -> -29.3 %; H100 -46.2 -> -38.7 %. Both
-    stay under-predicted (the rest: gelu_new as eight kernels, not priced, and an unfound
+    stay under-predicted (the rest: gelu_new's eager kernels, priced since gelu60 where the row
+    names the activation, here left out as the 59th session read the rows, and an unfound
     part: benchmarks/hfgpt59_parts.py)."""
     from trainsim.pricing import Pricer
 
     for rid, lo, hi in ((A100, -0.32, -0.26), (H100, -0.42, -0.35)):
-        row = _row(FLASH, rid)
+        row = dict(_row(FLASH, rid), activation="")
         res = predict_training_row(row)
         assert lo <= res.predicted / res.measured - 1 <= hi, (rid, res.predicted)
     cfg = row_config(_row(FLASH, A100))
@@ -102,7 +103,7 @@ def test_diagnostic_counts_gelu_new_as_eight_kernels():
     softmax, the cast, the fused dropout; the scalars' bytes are negligible)."""
     pytest.importorskip("torch")
     mod = load_script(ROOT / "benchmarks" / "hfgpt59_parts.py")
-    c = mod.eager_counts(256, 1024, 4, 128, 0.1)
+    c = mod.eager_counts(256, 1024, 4, 128, 0.1, autocast=False)
     g, a = c["gelu_new"], c["gpt2_scores"]
     assert (g["forward"]["kernels"], g["forward"]["bytes"] / c["gelu_elements"]) == (8, 36.0)
     assert (g["backward"]["kernels"], g["backward"]["bytes"] / c["gelu_elements"]) == (11, 56.0)

@@ -148,18 +148,18 @@ def test_rows_state_the_configs_settings():
         assert (r["attention"] == "unfused") == ("-lambda-hf-" in rid)
 
 
-def test_hugging_face_baseline_rows_are_the_files_biggest_misses():
+def test_hugging_face_baseline_rows_stay_under_predicted():
     """2026-11-29 first prediction: Lambda's Hugging Face GPT-2 baseline (fp16 autocast, eager
     attention, micro-batch 1, 20 % MFU measured on A100) -36.4 % (A100) / -46.2 % (H100) under
     the pytorch profile: trainsim prices 175 ms a micro-batch where the run took 275 ms, the gap
     not found (training_flashattn.md). hfgpt59: autograd's fp32 gradient accumulation under DDP
-    priced (194 ms): -29.3 / -38.7 % (tests/test_hfgpt59_accumulation.py). Bound: each within
-    -55 / -25 %, and every other row of the file closer than either."""
+    priced (194 ms): -29.3 / -38.7 % (tests/test_hfgpt59_accumulation.py). gelu60: the rows
+    name GPT-2's ``gelu_new``, priced as its ten + fifteen eager kernels under autocast (233 ms):
+    -15.6 / -19.3 % (tests/test_gelu60_hf_activations.py). Bound: each within -30 / -10 %."""
     _, res = validated(FILE)
     err = {r.id: r.predicted / r.measured - 1 for r in res}
     hf = {k: e for k, e in err.items() if "-lambda-hf-" in k}
-    assert len(hf) == 2 and all(-0.55 <= e <= -0.25 for e in hf.values()), hf
-    assert max(abs(e) for k, e in err.items() if k not in hf) < min(abs(e) for e in hf.values())
+    assert len(hf) == 2 and all(-0.30 <= e <= -0.10 for e in hf.values()), hf
 
 
 def test_gpt3_presets_have_the_papers_sizes():

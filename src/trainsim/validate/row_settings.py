@@ -16,6 +16,7 @@ from trainsim.catalog.defaults import overlap_stages, truthy
 from trainsim.catalog.schema_checks import NVLINK_SCOPES
 from trainsim.config._build import suggest
 from trainsim.config.cluster import segment_domains
+from trainsim.config.model import HF_GELU_ACTIVATIONS
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import _cell, count_cell
 from trainsim.validate.row_unknowns import (  # noqa: F401 - re-exported: the row's candidates
@@ -251,6 +252,9 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
     for col in SHAPE_COLUMNS:
         if _cell(row, col) is not None:
             model[col] = _cell(row, col)
+    if model.get("activation") in HF_GELU_ACTIVATIONS and model["activation"] != "gelu":
+        # a Hugging Face module's name (gelu_new, ...): a 2-matrix MLP running that module
+        model.update(activation="gelu", hidden_act=model["activation"])
     for col, fieldname in (("num_experts", "num_experts"), ("moe_top_k", "moe_router_topk"),
                            ("moe_ffn_hidden_size", "moe_ffn_hidden_size")):
         if _cell(row, col) is not None:

@@ -284,12 +284,14 @@ VALUE_SYNONYMS: dict[str, dict[str, str]] = {
                    "mxfp8blockscaling": "mxfp8", "mx": "mxfp8",
                    "nvfp4blockscaling": "nvfp4", "fp4": "nvfp4"},
     # the 2-matrix or gated 3-matrix MLP the README's two words stand for: GeGLU and ReGLU are
-    # gated like SwiGLU (Shazeer 2020, arXiv:2002.05202, eqs. 5-6); GPT-2's gelu_new, tanh GELU
-    # and squared ReLU (Nemotron-4, whose presets here read 'gelu': the 2-matrix MLP) are not
+    # gated like SwiGLU (Shazeer 2020, arXiv:2002.05202, eqs. 5-6); tanh GELU and squared ReLU
+    # (Nemotron-4, whose presets here read 'gelu': the 2-matrix MLP) are not. Hugging Face's
+    # GELU-family names (GPT-2's gelu_new, gelu_fast, quick_gelu, ...) are read as themselves:
+    # a 2-matrix MLP whose eager module is that formula (validate.row_settings, ModelConfig.
+    # hidden_act)
     "activation": {"geglu": "swiglu", "reglu": "swiglu", "gated_gelu": "swiglu",
                    "gated_silu": "swiglu", "silu_glu": "swiglu", "swi_glu": "swiglu",
-                   "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "gelu_tanh": "gelu",
-                   "gelu_fast": "gelu", "quick_gelu": "gelu", "relu": "gelu",
+                   "gelu_tanh": "gelu_pytorch_tanh", "relu": "gelu",
                    "squared_relu": "gelu", "relu2": "gelu", "relu_squared": "gelu"},
     # Megatron's and NeMo's recompute switches written as other frameworks' words: whole-layer
     # activation checkpointing (Hugging Face gradient_checkpointing, torchtitan

@@ -30,6 +30,7 @@ from trainsim.workload.fp8_delayed import (  # noqa: F401 - re-exported: fp8 del
     fp8_amax_reductions,
     fp8_scale_update_op,
 )
+from trainsim.workload.hf_activations import hf_activation_op
 from trainsim.workload.ops import ACT_BYTES, Elementwise
 
 F32 = 4
@@ -430,18 +431,23 @@ silu_backward, three mul kernels with the forward's, and a cat for the chunk). S
 up GEMMs sum their input gradients in ``grad_sum`` (``workload.layers.backward_of``)."""
 
 
-def activation_op(gated: bool, elements: float, eager: bool, fused_fc1: bool = False
-                  ) -> Elementwise:
+def activation_op(gated: bool, elements: float, eager: bool, fused_fc1: bool = False,
+                  hidden_act: str | None = None, autocast: bool = False) -> Elementwise:
     """The MLP's activation over ``elements`` outputs: SwiGLU fused (one kernel) or eager
     (``act_fn(gate) * up``: two), on two separate GEMM outputs or, when one fused fc1 wrote
     gate and up as halves of one tensor (``fused_fc1``), on its strided ``chunk`` views
-    (``eager_chunked``); GeLU is one kernel either way (``F.gelu``). The eager backward
-    (``SWIGLU_EAGER_BWD_KERNELS``) has more kernels than the forward."""
+    (``eager_chunked``). The eager backward (``SWIGLU_EAGER_BWD_KERNELS``) has more kernels
+    than the forward. GeLU is one kernel (``F.gelu``, Megatron's and Transformer Engine's
+    fused GeLU, Inductor's), but where the model's own eager modules run a Hugging Face
+    ``hidden_act`` written as a Python formula (``gelu_new``, ...; ``ModelConfig.hidden_act``)
+    it is that formula's kernels (``workload.hf_activations``), under ``autocast`` with
+    ``pow`` in fp32."""
     if gated:
         impl = "fused" if not eager else "eager_chunked" if fused_fc1 else "eager"
         op = memory_op("swiglu", "swiglu", impl, elements)
         return replace(op, bwd_kernels=SWIGLU_EAGER_BWD_KERNELS[impl]) if eager else op
-    return memory_op("gelu", "gelu", "fused", elements)
+    chain = hf_activation_op(hidden_act, elements, autocast) if eager and hidden_act else None
+    return chain or memory_op("gelu", "gelu", "fused", elements)
 
 
 def clamp_op(name: str, rows: int, width: int) -> Elementwise:

@@ -96,7 +96,10 @@ def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: boo
 def _autocast_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: bool,
                                 last: bool) -> list[Op]:
     """Autograd's in-place fp32 ``+=`` into DDP's ``.grad`` (``fp32_grad_accumulation``), per
-    micro-batch: 12 bytes an element times the share of the step's backward passes that add."""
+    micro-batch: 12 bytes an element and a kernel a tensor, times the share of the step's
+    backward passes that add (the same op stands for every micro-batch of the step: where the
+    first backward's gradients are stolen, its kernels are not launched either, so the step
+    counts ``tensors x adds`` kernels, not ``tensors x n``)."""
     t = cfg.training
     if t.dtype not in ("bf16", "fp16") or not t.grad_reduce_in_fp32:
         return []
@@ -105,8 +108,9 @@ def _autocast_grad_accumulation(cfg: RunConfig, layers: range | list[int], first
     tensors = _grad_tensors(cfg, layers, first, last)
     if not tensors or adds <= 0:
         return []
-    return [Elementwise(AUTOGRAD_FP32_ADD, bytes=12.0 * adds / n * sum(tensors),
-                        kernels=len(tensors))]
+    share = adds / n
+    return [Elementwise(AUTOGRAD_FP32_ADD, bytes=12.0 * share * sum(tensors),
+                        kernels=len(tensors) * share if adds < n else len(tensors))]
 
 
 def fsdp2_unsharded_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: bool,

@@ -124,7 +124,8 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
                    norm_fused=not parallel)
             bias_add(ops, sh, "fc1", "fc1", T, f_loc * (2 if gated else 1))
         ops.append(activation_op(gated, T * f_loc, sh.eager or sh.eager_glu,
-                                 not sh.split_projections))
+                                 not sh.split_projections, m.hidden_act if sh.eager else None,
+                                 sh.autocast))
         if not (sh.eager or sh.eager_glu):  # Megatron-core's fused SwiGLU
             ops.extend(fp8_input_store(cfg, "swiglu", T * f_loc * 2))
         linear(ops, sh, "fc2", T, h, f_loc, seq_parallel="scatter")
