@@ -145,8 +145,9 @@ def test_activation_op_without_autocast_and_one_kernel_names():
 
 
 def test_hf_config_keeps_the_name(tmp_path):
-    """A GPT-2 config.json keeps ``activation_function`` (gelu_new, also by default), a GPT-J
-    one gelu_new; a gated family (Gemma's gelu_pytorch_tanh gate) and Llama's silu keep none."""
+    """A GPT-2 config.json keeps ``activation_function`` (gelu_new, also by default) where it
+    is a GELU-family formula; plain gelu, relu, a gated family (Gemma's gelu_pytorch_tanh gate)
+    and Llama's silu keep none."""
     def load(cfg: dict) -> ModelConfig:
         path = tmp_path / "config.json"
         path.write_text(json.dumps(cfg))
@@ -155,6 +156,7 @@ def test_hf_config_keeps_the_name(tmp_path):
     assert load(gpt2).hidden_act == "gelu_new"
     assert load(dict(gpt2, activation_function="quick_gelu")).hidden_act == "quick_gelu"
     assert load(dict(gpt2, activation_function="relu")).hidden_act is None
+    assert load(dict(gpt2, activation_function="gelu")).hidden_act is None  # torch's one kernel
     gemma = {"model_type": "gemma", "hidden_size": 256, "num_hidden_layers": 2,
              "num_attention_heads": 4, "vocab_size": 1000, "intermediate_size": 512,
              "hidden_act": "gelu_pytorch_tanh", "head_dim": 64, "num_key_value_heads": 1}

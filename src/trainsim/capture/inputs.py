@@ -53,7 +53,7 @@ def hf_config_from_model(m: ModelConfig) -> dict[str, Any]:
     return {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": m.hidden_size,
             "n_layer": m.num_layers, "n_head": m.num_attention_heads, "n_inner": m.ffn_size,
             "vocab_size": m.vocab_size, "n_positions": m.max_position_embeddings,
-            "activation_function": "gelu_new", "resid_pdrop": m.hidden_dropout,
+            "activation_function": m.hidden_act or "gelu_new", "resid_pdrop": m.hidden_dropout,
             "embd_pdrop": m.hidden_dropout, "attn_pdrop": m.attention_dropout}
 
 

@@ -226,8 +226,9 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         max_position_embeddings=get("max_position_embeddings", "n_positions", default=2048),
         activation="swiglu" if gated else "gelu",
         # the GELU-family module a two-matrix MLP runs (GPT-2's gelu_new, a Python formula of
-        # eight kernels where the model's eager modules run: workload.hf_activations)
-        hidden_act=act if not gated and act in HF_GELU_ACTIVATIONS else None,
+        # eight kernels where the model's eager modules run: workload.hf_activations); plain
+        # gelu is torch's one kernel, as a model without the name
+        hidden_act=act if not gated and act in HF_GELU_ACTIVATIONS and act != "gelu" else None,
         normalization="rmsnorm" if "rms_norm_eps" in cfg else "layernorm",
         # a family whose class has rope_parameters is rotary with or without a written theta
         # (a GPT-NeoX, Phi, Persimmon or StarCoder2 file without one read as a learned table)
