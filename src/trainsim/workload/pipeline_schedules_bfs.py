@@ -52,10 +52,13 @@ def looped_bfs(stage: int, pp: int, vpp: int, m: int) -> list[Pass]:
     return fwd + [Pass("B", mb, c) for c in reversed(range(vpp)) for mb in reversed(range(m))]
 
 
-FB_SCHEDULES = (None, "1f1b", "interleaved_1f1b", "looped_bfs")
+FB_SCHEDULES = (None, "1f1b", "interleaved_1f1b", "looped_bfs", "gpipe")
 """Schedules of whole forwards and backwards on Megatron's placement (chunk c of rank r is
 virtual stage ``c pp + r``) that ``pipeline_passes`` places with the framework's own passes
-(FSDP gathers and reductions, torch's runtime window); the others go through ``pipeline``."""
+(FSDP gathers and reductions, torch's runtime window); the others go through ``pipeline``.
+GPipe is torch's ``ScheduleGPipe``, a ``PipelineScheduleSingle`` as ``Schedule1F1B`` is (torch
+v2.13.0 schedules.py L872-L960: every forward, then every backward with ``last_backward`` on
+micro-batch m - 1, then ``perform_reduce_grad``): the same passes as 1F1B in another order."""
 
 
 def last_backward_microbatch(name: str | None, m: int) -> int:
