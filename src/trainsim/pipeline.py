@@ -41,7 +41,8 @@ from trainsim.chunks import chunks as priced_chunks
 from trainsim.collectives.p2p_channels import batched_p2p_s
 from trainsim.engine import Timeline
 from trainsim.errors import ConfigError
-from trainsim.pricing import Priced, Pricer
+from trainsim.last_backward import _around
+from trainsim.pricing import Priced, Pricer, interned
 from trainsim.workload.grad_accumulation import (
     FP32_ACCUMULATION,
     FP32_GRAD_ADD,
@@ -56,6 +57,8 @@ from trainsim.workload.pipeline_schedules import (
     zb_w_fraction,
 )
 from trainsim.workload.schedule import Overlapped, Pass
+from trainsim.workload.sharding import fsdp_pp_mode
+from trainsim.workload.unshard_window import lowered, unshard_window
 
 if TYPE_CHECKING:
     from trainsim.config import RunConfig
@@ -160,6 +163,32 @@ def split_backward(graph: _TaskGraph) -> dict[int, tuple[Priced, Priced]]:
     return {v: (i[v].bwd, w[v].bwd) for v in graph.chunks}
 
 
+def sharded_schedule_problem(cfg: RunConfig) -> str | None:
+    """Why ``cfg``'s named schedule (``pipeline.ScheduledPipeline``: zero-bubble, DualPipe)
+    cannot run its ZeRO-3 / FSDP parameters, or None. Modelled: torch.distributed.pipelining's
+    (profile ``fsdp_pp_unsharded``, torchtitan: every schedule class torch's
+    ``get_schedule_class`` knows, its FSDP2 units not resharded after forward under PP,
+    torchtitan/distributed/fsdp.py ``get_fsdp_reshard_after_forward_policy`` at b5bcd76c6),
+    whose stage keeps the units gathered and the gradients unreduced until the stage's last
+    backward (stage.py ``backward_maybe_with_nosync``, ``perform_reduce_grad``). DeepSeek's
+    DualPipe keeps two copies of every stage and runs no sharded data parallelism
+    (deepseek-ai/DualPipe dualpipe.py); torch ships only its V form (``ScheduleDualPipeV``)."""
+    name, t = cfg.parallel.pipeline_schedule, cfg.training
+    if name == "dualpipe":
+        return ("pipeline_schedule=dualpipe with ZeRO-3/FSDP is not modelled: DeepSeek's "
+                "DualPipe holds two copies of each stage and no framework read shards them; use "
+                "dualpipe_v (torch's ScheduleDualPipeV, which torchtitan runs with FSDP2) or "
+                "zero_stage below 3")
+    if fsdp_pp_mode(cfg) != "unsharded":
+        who = f"{t.framework} {t.framework_version or ''}".strip() if t.framework else \
+            "a run without a framework profile"
+        return (f"pipeline_schedule={name} with ZeRO-3/FSDP is modelled as torch's pipelining "
+                "runs it (units kept gathered, gradients reduce-scattered after each stage's "
+                f"last backward: profile fsdp_pp_unsharded, torchtitan's); {who} gathers or "
+                "reduces every micro-batch; use gpipe, 1f1b or interleaved_1f1b with it")
+    return None
+
+
 def stage_starts(tl: Timeline, pp: int) -> list[float]:
     """When each stage's first pass starts: under optimizer post-validation (Qi et al. §4) a
     stage's next iteration starts once its own optimizer step is done, so stage s's start
@@ -182,15 +211,44 @@ class ScheduledPipeline:
         n_virtual = len(graph.chunks)
         self.last_v = n_virtual - 1
         if graph.fsdp:
-            raise ConfigError(f"pipeline_schedule={self.name} with ZeRO-3/FSDP gathers is not "
-                              "modelled; use 1f1b or interleaved_1f1b with zero_stage 3")
+            problem = sharded_schedule_problem(graph.cfg)
+            if problem:
+                raise ConfigError(problem)
         self.fwd = {v: ch.fwd for v, ch in graph.chunks.items()}
         self.bwd = {v: ch.bwd for v, ch in graph.chunks.items()}
         self.split = split_backward(graph)
+        # a chunk's first forward on its rank: under FSDP it leads with its units' gathers
+        self.first_fwd = self.fwd
+        self.fsdp_extra: dict[int, Priced] = {}  # the FSDP work each backward's W adds
+        self.window: int | None = None
+        if graph.fsdp:
+            self._sharded()
         self.pair_fwd, self.pair_bwd = self.fwd, self.bwd
         self._pairs: dict[tuple[int, int, bool, bool], Priced] = {}
         if self.name == "dualpipe" or self.name == "dualpipe_v":
             self._pair_pricing()
+
+    def _sharded(self) -> None:
+        """The passes of a ZeRO-3 / FSDP run as torch.distributed.pipelining runs them
+        (``sharded_schedule_problem``: units kept gathered, gradients reduced once a step).
+        Each chunk's units are gathered before its first forward on the rank (FSDP2's pre-
+        forward unshard), or, under torch's pipeline runtime window (``workload.unshard_window``:
+        the runtime schedules from torch 2.10), by the UNSHARD actions its lowering places. A
+        backward adds the FSDP work ``pipeline_passes`` charges each 1F1B backward around the
+        chunk's own (FSDP2's unsharded-gradient accumulation and copy-in), in its W pass: it
+        follows the weight gradients (``FSDPParamGroup`` accumulates in the post-accumulate-
+        grad hooks that ``stage_backward_weight``'s autograd call runs)."""
+        g = self.g
+        self.window = unshard_window(g.cfg)
+        self.first_fwd = dict(self.fwd)
+        for v, ch in g.chunks.items():
+            lead, trail = _around(g.work[v][1], ch.bwd)
+            self.fsdp_extra[v] = lead + trail
+            self.bwd[v] = g.work[v][1]
+            i, w = self.split[v]
+            self.split[v] = (i, w + self.fsdp_extra[v])
+            if self.window is None:
+                self.first_fwd[v] = g.gathered[v][0]
 
     def _pair_pricing(self) -> None:
         """Forward and backward of each virtual stage as they run in an overlapped pair
@@ -202,7 +260,8 @@ class ScheduledPipeline:
         cfg, pricer = pair_pricer(g.cfg, type(g.pricer))
         chunks = priced_chunks(cfg, pricer, shard_of(cfg), g.layer_source)
         self.pair_fwd = {v: ch.fwd for v, ch in chunks.items()}
-        self.pair_bwd = {v: ch.bwd for v, ch in chunks.items()}
+        self.pair_bwd = {v: ch.bwd + self.fsdp_extra[v] if v in self.fsdp_extra else ch.bwd
+                         for v, ch in chunks.items()}
 
     def _times(self) -> tuple[list[float], list[float], list[float], float]:
         """Per-stage F, I and W seconds (all chunks of a rank) and the send, for zb_2p."""
@@ -239,7 +298,7 @@ class ScheduledPipeline:
         g.settled_rounds = getattr(plan, "settled_rounds", 1)
         g.orders = plan
         first_fwd_deps: dict[tuple[int, int], list[int]] = {}
-        if g.zero in (1, 2) and g.p.overlap_param_gather:
+        if g.zero in (1, 2) and g.p.overlap_param_gather and not g.fsdp:
             chunks = 2 if self.name == "dualpipe" else g.vpp
             first_fwd_deps = {(s, c): g.param_gathers(s, 1 / chunks, [], f"chunk {c}")
                               for s in range(pp) for c in range(chunks)}
@@ -247,13 +306,18 @@ class ScheduledPipeline:
         self.own: dict[tuple[str, int, int], int] = {}  # (F|B, mb, v) -> compute task
         self.first_fwd_deps = first_fwd_deps
         self.seen_fwd: set[tuple[int, int]] = set()
+        self.backwards: dict[tuple[int, int], int] = {}  # (rank, chunk) -> its B and W passes
+        # torch's runtime window: the chunks each step is preceded by the UNSHARD of
+        self.events = [lowered(o, self.window)[0] for o in plan] \
+            if self.window is not None else None
+        self.pending: list[dict[int, list[int]]] = [{} for _ in range(pp)]
         cursor = [0] * pp
         while any(cursor[s] < len(plan[s]) for s in range(pp)):
             progressed = False
             for s in range(pp):
                 while cursor[s] < len(plan[s]):
                     g.tag = cursor[s]  # the schedule position (steady_state's periods)
-                    if not self._try(s, plan[s][cursor[s]]):
+                    if not self._try(s, plan[s][cursor[s]], cursor[s]):
                         break
                     cursor[s] += 1
                     progressed = True
@@ -284,12 +348,19 @@ class ScheduledPipeline:
         deps.append(self.own[("F", p.microbatch, v)])
         return deps
 
-    def _try(self, s: int, step: Pass | Overlapped) -> bool:
+    def _try(self, s: int, step: Pass | Overlapped, k: int) -> bool:
         steps = step if isinstance(step, Overlapped) else (step,)
         ups = [self._upstream(s, p) for p in steps]
         if any(u is None for u in ups):
             return False
         deps = [d for u in ups for d in u]  # type: ignore[union-attr]
+        if self.events is not None:  # the UNSHARDs before this step, then its chunks' waits
+            for n, p in enumerate(steps):
+                self.g._unshard(s, p.chunk, self.events[s][k][1] if n == 0 else (),
+                                self.pending[s])
+        elif self.g.fsdp and self.g.link_tail.get(s) is not None and any(
+                p.kind == "F" and (s, p.chunk) not in self.seen_fwd for p in steps):
+            deps.append(self.g.link_tail[s])  # its gathers queue behind the reductions
         if isinstance(step, Overlapped):
             self._pair(s, step, deps)
         else:
@@ -304,7 +375,7 @@ class ScheduledPipeline:
         v = virtual_stage(self.name, s, p.chunk, self.pp)
         label = f"{p.kind} mb{p.microbatch} c{p.chunk}"
         if p.kind == "F":
-            work = self.fwd[v]
+            work = self.fwd[v] if (s, p.chunk) in self.seen_fwd else self.first_fwd[v]
         elif p.kind == "B":
             work = self.bwd[v]
         elif p.kind == "I":
@@ -332,10 +403,15 @@ class ScheduledPipeline:
         send_f = self.sends(s, vf, f.chunk, True)
         send_b = self.sends(s, vb, b.chunk, False)
         blocking = not g.sends_overlap
-        key = (vf, vb, send_f and blocking, send_b and blocking)
+        first = (s, f.chunk) not in self.seen_fwd and self.first_fwd is not self.fwd
+        key = (vf, vb, send_f and blocking, send_b and blocking, first)
         work = self._pairs.get(key)
         if work is None:  # one Priced per kind of pair: its summary is computed once
-            work = self.pair_fwd[vf] + self.pair_bwd[vb]
+            lead = interned(())
+            if first:  # the forward's gathers lead the pair (FSDP)
+                lead, trail = _around(self.first_fwd[vf], self.fwd[vf])
+                lead = lead + trail
+            work = lead + self.pair_fwd[vf] + self.pair_bwd[vb]
             work = work + g.send * (key[2] + key[3]) if blocking else work
             self._pairs[key] = work
         label = f"F mb{f.microbatch} c{f.chunk} & B mb{b.microbatch} c{b.chunk}"
@@ -353,7 +429,19 @@ class ScheduledPipeline:
 
     def _grads_ready(self, s: int, p: Pass, task: int) -> None:
         """The last pass that writes a chunk's weight gradients releases its reduction
-        (``optimizer_steps`` reads ``last_bwd`` by Megatron's key chunk * pp + stage)."""
+        (``optimizer_steps`` reads ``last_bwd`` by Megatron's key chunk * pp + stage). Under
+        FSDP the stage's gradients are reduce-scattered right after its m-th B or W pass, in
+        one post_backward of every unit: torch's runtime adds REDUCE_GRAD there (v2.13.0
+        schedules.py ``_add_reduce_grad`` L1252-L1282, counting W and FULL_BACKWARD actions,
+        not I), which runs ``stage.perform_reduce_grad`` (stage.py L1164-L1195; every earlier
+        backward ran under ``backward_maybe_with_nosync``'s no-sync, L781-L849)."""
+        if self.g.fsdp:
+            if p.kind in ("B", "W"):
+                n = self.backwards[(s, p.chunk)] = self.backwards.get((s, p.chunk), 0) + 1
+                if n == self.g.m:
+                    v = virtual_stage(self.name, s, p.chunk, self.pp)
+                    self.g._reduce_scatter(s, task, p.microbatch, v)
+            return
         if p.microbatch != self._last_mb(p.chunk):
             return
         chunk = 0 if self.name == "dualpipe" else p.chunk

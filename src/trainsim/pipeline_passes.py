@@ -14,6 +14,7 @@ from trainsim.engine import Task
 from trainsim.optimizer_tasks import AFTER
 from trainsim.pricing import DP, Priced, interned
 from trainsim.sharded_passes import chunk_unshard
+from trainsim.workload.pipeline_schedules import virtual_stage
 from trainsim.workload.pipeline_schedules_bfs import FB_SCHEDULES, first_backward_microbatch
 from trainsim.workload.schedule import (
     microbatch_group,
@@ -297,8 +298,9 @@ class PipelineTasks:
         tasks, compute = self.tasks, (s, "compute")
         behind = next(([i] for i in range(len(tasks) - 1, -1, -1)
                        if tasks[i].stream == compute), [])
+        name = self.p.pipeline_schedule
         for c in gather:
-            v = c * self.pp + s
+            v = virtual_stage(name, s, c, self.pp)  # a V's chunk 1: stage 2 pp - 1 - s
             key = ("unshard", v)
             hit = self._memo.get(key)
             if hit is None:
@@ -311,7 +313,7 @@ class PipelineTasks:
                 self.collectives[i] = tuple((op, 1) for op in ops[group])
         waits = pending.pop(chunk, None)
         if waits is not None:
-            copies = self._memo[("unshard", chunk * self.pp + s)][1]
+            copies = self._memo[("unshard", virtual_stage(name, s, chunk, self.pp))][1]
             self.add(compute, copies, waits, f"FSDP UNSHARD wait + copy-out chunk {chunk}")
 
     def gathers_by_bucket(self) -> bool:

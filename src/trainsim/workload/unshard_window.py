@@ -29,11 +29,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from trainsim.catalog.frameworks import framework_feature, profile_supports
+from trainsim.workload.schedule import Overlapped, Pass
 from trainsim.workload.sharding import fsdp_pp_mode
 
 if TYPE_CHECKING:
     from trainsim.config import RunConfig
-    from trainsim.workload.schedule import Pass
 
 
 def unshard_window(cfg: RunConfig) -> int | None:
@@ -50,24 +50,27 @@ def unshard_window(cfg: RunConfig) -> int | None:
     return int(framework_feature(t.framework, t.framework_version, "pp_unshard_window"))
 
 
-def lowered(order: Sequence[Pass], window: int
+def lowered(order: Sequence[Pass | Overlapped], window: int
             ) -> tuple[list[tuple[tuple[int, ...], tuple[int, ...]]], tuple[int, ...]]:
-    """The window's events around one rank's pass ``order``: for each pass, the chunks released
+    """The window's events around one rank's pass ``order``: for each step, the chunks released
     (RESHARD) and then gathered (UNSHARD) just before it, each in order; and the chunks released
-    after the last pass. A chunk is held from its UNSHARD to its next RESHARD."""
+    after the last step. A chunk is held from its UNSHARD to its next RESHARD. An overlapped
+    pair (DualPipeV's OVERLAP_F_B) looks ahead at both its passes' chunks, forward first, and
+    torch's look-ahead (``next_stage_indices``) stops only after both, so a pair can hold one
+    chunk more than the window."""
     if window < 1:
         raise ValueError(f"pp_unshard_window must be at least 1, not {window}")
-    chunks = [p.chunk for p in order]
-    # ahead[k]: the first ``window`` distinct chunks of chunks[k:], found walking backwards
-    ahead: list[tuple[int, ...]] = [()] * len(chunks)
+    steps = [(p.f.chunk, p.b.chunk) if isinstance(p, Overlapped) else (p.chunk,) for p in order]
+    # ahead[k]: the first ``window`` distinct chunks of steps[k:], found walking backwards
+    ahead: list[tuple[int, ...]] = [()] * len(steps)
     nxt: tuple[int, ...] = ()
-    for k in range(len(chunks) - 1, -1, -1):
-        c = chunks[k]
-        nxt = ((c,) + tuple(x for x in nxt if x != c))[:window]
+    for k in range(len(steps) - 1, -1, -1):
+        own = tuple(dict.fromkeys(steps[k]))
+        nxt = (own + tuple(x for x in nxt if x not in own))[:max(window, len(own))]
         ahead[k] = nxt
     held: list[int] = []  # in the order gathered
     events: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
-    for k in range(len(chunks)):
+    for k in range(len(steps)):
         out = tuple(c for c in held if c not in ahead[k])
         new = tuple(c for c in ahead[k] if c not in held)
         held = [c for c in held if c not in out] + list(new)
