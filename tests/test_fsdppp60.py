@@ -200,3 +200,17 @@ def test_a_framework_that_regathers_every_microbatch_is_refused_in_one_line():
     with pytest.raises(ConfigError, match="fsdp_pp_unsharded") as err:
         trainsim.simulate(cfg)
     assert "\n" not in str(err.value)
+
+
+def test_search_offers_the_schedules_with_zero3_where_they_run():
+    """``search --schedules`` keeps ZeRO-3 beside the named schedules under torchtitan's profile
+    (was: every named schedule skipped at zero 3), never beside DualPipe, and not under a
+    profile that regathers every micro-batch; the whole-pass ones (GPipe, looped BFS) always."""
+    from trainsim.search.space import _sharded_fits
+
+    titan, bridge = SimpleNamespace(framework=("torchtitan", None)), \
+        SimpleNamespace(framework=("megatron-bridge", None))
+    assert all(_sharded_fits(titan, s) for s in ("", "gpipe", "looped_bfs", "zb_h1", "zb_v",
+                                                 "interleaved_zb", "dualpipe_v"))
+    assert not _sharded_fits(titan, "dualpipe")
+    assert not _sharded_fits(bridge, "zb_v") and _sharded_fits(bridge, "gpipe")

@@ -341,7 +341,7 @@ class SearchSpace:
                                     for z in zeros:
                                         for ep, etp, disp in moe:
                                             for sch in scheds:
-                                                if sch and z == 3:  # pipeline.py: not modelled
+                                                if z == 3 and not _sharded_fits(base, sch):
                                                     continue
                                                 yield memory_key(num_gpus, tp, pp, cp, vpp, mb,
                                                                  rc, sp, z, ep, etp, disp, sch)
@@ -439,3 +439,24 @@ __all__ = [
     "MemoryKey",
     "SearchSpace",
 ]
+
+
+def _sharded_fits(base: Base, schedule: str) -> bool:
+    """Whether ``schedule`` ("" = Megatron's) runs ZeRO-3 / FSDP parameters: the whole-pass
+    schedules (``pipeline_passes``) always; the named ones (``pipeline.ScheduledPipeline``:
+    zero-bubble, DualPipeV) where the framework keeps its units gathered until a stage's last
+    backward (profile ``fsdp_pp_unsharded``: torchtitan), DualPipe never
+    (``pipeline.sharded_schedule_problem``)."""
+    from trainsim.workload.pipeline_schedules_bfs import FB_SCHEDULES
+
+    if not schedule or schedule in FB_SCHEDULES:
+        return True
+    return schedule != "dualpipe" and _keeps_units_gathered(base.framework)
+
+
+@functools.lru_cache(maxsize=64)
+def _keeps_units_gathered(framework: tuple | None) -> bool:
+    from trainsim.catalog.frameworks import framework_profile
+
+    return bool(framework) and framework_profile(*framework).supports(  # type: ignore[misc]
+        "fsdp_pp_unsharded") is True
