@@ -38,7 +38,7 @@ DUALPIPEV_RANK0 = ("0UNSHARD 3UNSHARD 0F0 0F1 0F2 3F0 3I0 3W0 3F1 0F3 3B1 3F2 0B
 def _cfg(name: str, *extra: str, pp: int = 2, m: int = 4, vpp: int | None = None):
     vpp = vpp or (2 if name in ("zb_v", "dualpipe_v", "interleaved_zb") else 1)
     return trainsim.load_run_config(EXAMPLE, [
-        "parallel.tp=1", "training.micro_batch_size=1", "model.num_layers=8",
+        "parallel.tp=1", "training.micro_batch_size=1", f"model.num_layers={4 * pp}",
         f"training.global_batch_size={2 * m}", f"parallel.pipeline_schedule={name}",
         f"parallel.vpp={vpp}", f"parallel.pp={pp}", f"cluster.num_gpus={2 * pp}",
         "parallel.zero_stage=3", "training.framework=torchtitan", *extra])
@@ -75,7 +75,8 @@ def _torch_events(cls, rank: int, pp: int, m: int) -> list[str]:
     sched = pytest.importorskip("torch.distributed.pipelining.schedules")
     state = SimpleNamespace(pp_group_size=pp, _n_microbatches=m, n_local_stages=2,
                             num_stages=2 * pp, _num_stages=2 * pp, _stages=[None, None],
-                            number_of_rounds=max(1, m // pp), rank=rank)
+                            number_of_rounds=max(1, m // pp), rank=rank,
+                            microbatches_per_round=m // max(1, m // pp))
     ops = getattr(sched, cls)._calculate_single_rank_operations(state, rank)
     ops = sched._add_reduce_grad(sched._add_unshard_reshard(ops), m)
     out: list[str] = []
@@ -93,10 +94,12 @@ def test_v_schedules_gather_and_reduce_where_torch_does(name, want):
 
 
 @pytest.mark.parametrize("name, cls", [("zb_v", "ScheduleZBVZeroBubble"),
-                                       ("dualpipe_v", "ScheduleDualPipeV")])
-@pytest.mark.parametrize(("pp", "m"), [(2, 4), (2, 8), (4, 8), (4, 12)])
-def test_v_schedules_are_torchs_own_on_every_rank(name, cls, pp, m):
-    """Where torch is installed: its own order, UNSHARD and REDUCE_GRAD placement, every rank."""
+                                       ("dualpipe_v", "ScheduleDualPipeV"),
+                                       ("interleaved_zb", "ScheduleInterleavedZeroBubble")])
+@pytest.mark.parametrize(("pp", "m"), [(2, 4), (2, 8), (4, 8), (4, 12), (3, 6)])
+def test_torchs_runtime_schedules_are_torchs_own_on_every_rank(name, cls, pp, m):
+    """Where torch is installed: its own order, UNSHARD and REDUCE_GRAD placement, every rank
+    (interleaved zero-bubble: torch's one warm-up forward a hop, rounds of m // (m // pp))."""
     cfg = _cfg(name, pp=pp, m=m)
     for rank in range(pp):
         assert _events(cfg, rank) == _torch_events(cls, rank, pp, m)
@@ -214,3 +217,11 @@ def test_search_offers_the_schedules_with_zero3_where_they_run():
                                                  "interleaved_zb", "dualpipe_v"))
     assert not _sharded_fits(titan, "dualpipe")
     assert not _sharded_fits(bridge, "zb_v") and _sharded_fits(bridge, "gpipe")
+
+
+def test_interleaved_zero_bubble_refuses_what_torch_refuses():
+    """torch: "Zero bubble requires the number of microbatches to be a multiple of the number of
+    rounds" (max(1, m // pp)): 9 micro-batches at pp 4 run in 2 rounds."""
+    with pytest.raises(ConfigError, match="multiple") as err:
+        trainsim.simulate(_cfg("interleaved_zb", "parallel.zero_stage=2", pp=4, m=9))
+    assert "\n" not in str(err.value)

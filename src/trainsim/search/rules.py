@@ -92,9 +92,11 @@ def schedules_fit(names: tuple[str, ...], pp: int, vpp: int, n_micro: int) -> tu
     """The pipeline schedules of ``names`` ("" = Megatron's 1F1B, interleaved when vpp > 1)
     that run ``vpp`` chunks per rank on ``pp`` stages with ``n_micro`` micro-batches: the V
     schedules two chunks, interleaved zero-bubble more than one, looped BFS any, the others one
-    (``config.parallel`` ``ParallelConfig._check_schedule``); DualPipe one chunk, an even pp
-    and an even number of micro-batches, at least 2 pp (deepseek-ai/DualPipe dualpipe.py ``step``:
-    ``num_chunks >= num_ranks * 2``, ``num_chunks % 2 == 0``)."""
+    (``config.parallel`` ``ParallelConfig._check_schedule``), interleaved zero-bubble on a
+    multiple of its ``max(1, m // pp)`` rounds (``pipeline_schedules.interleaved_zb``);
+    DualPipe one chunk, an even pp and an even number of micro-batches, at least 2 pp
+    (deepseek-ai/DualPipe dualpipe.py ``step``: ``num_chunks >= num_ranks * 2``,
+    ``num_chunks % 2 == 0``)."""
     out = []
     for name in names:
         if name in ("zb_v", "dualpipe_v") and vpp != 2:
@@ -103,8 +105,8 @@ def schedules_fit(names: tuple[str, ...], pp: int, vpp: int, n_micro: int) -> tu
             continue
         if name not in ("", "zb_v", "dualpipe_v", "interleaved_zb", "looped_bfs") and vpp > 1:
             continue
-        if name == "interleaved_zb" and vpp == 1:
-            continue
+        if name == "interleaved_zb" and (vpp == 1 or n_micro % max(1, n_micro // pp)):
+            continue  # torch's rounds (max(1, m // pp)) must divide m
         out.append(name)
     return tuple(out)
 

@@ -21,8 +21,8 @@ exists the order is its order, cited at each function:
   times, as the code base's runtime runs it (``zb_search``).
 - ``zb_v``: ZB-V (§6), torch's ``ScheduleZBVZeroBubble`` order; the model in 2p chunks placed
   as a V (rank r holds chunks r and 2p-1-r).
-- ``interleaved_zb``: Megatron's interleaved 1F1B with the backward split and W delayed by the
-  rank's index (torch ``ScheduleInterleavedZeroBubble`` delays W the same way).
+- ``interleaved_zb``: torch's ``ScheduleInterleavedZeroBubble``: the interleaved order with one
+  warm-up forward a hop (not two), the backward split and W delayed by the rank's index.
 - ``dualpipe`` / ``dualpipe_v``: the eight steps of deepseek-ai/DualPipe ``dualpipe.py`` and
   ``dualpipev.py`` (the figures of the DeepSeek-V3 report §3.2.1 and of that repository).
 - ``looped_bfs``: torch's ``ScheduleLoopedBFS`` (breadth-first, Lamy-Poirier 2022), every
@@ -35,11 +35,14 @@ import functools
 from collections import deque
 from fractions import Fraction
 
+from trainsim.errors import ConfigError
 from trainsim.workload.pipeline_schedules_bfs import looped_bfs
 from trainsim.workload.schedule import (
     W_MEMORY_FRACTION,
     Overlapped,
     Pass,
+    _passes,
+    _warmup_pairs_cooldown,
     interleaved_one_f_one_b,
     one_f_one_b,
 )
@@ -91,8 +94,23 @@ def zb_h2(stage: int, pp: int, m: int) -> list[Step]:
 
 
 def interleaved_zb(stage: int, pp: int, vpp: int, m: int) -> list[Step]:
-    """Megatron's interleaved order with the backward split, W delayed by the rank's index."""
-    return _delayed_w(interleaved_one_f_one_b(stage, pp, vpp, m), stage)
+    """torch's ``ScheduleInterleavedZeroBubble`` (v2.13.0 schedules.py L3072-L3127, the
+    paper's ZB-1P on interleaved stages): ``max(1, m // pp)`` rounds of ``m / rounds``
+    micro-batches, each round through the chunks in turn (the interleaved order's groups);
+    ``(vpp - 1) m / rounds + (pp - 1 - s)`` warm-up forwards, capped at ``m vpp``
+    (``_get_warmup_ops`` with ``multiply_factor=1``, L2872-L2888: one more a hop from the last
+    rank where the interleaved 1F1B keeps two); then (F, I) pairs and the I's of the cool-down,
+    each W delayed by the rank's index (``_get_1f1b_rank_ops`` with ``enable_zero_bubble`` and
+    ``num_1f1b_microbatches = rank``, L2735-L2870). torch refuses an ``m`` that is no multiple
+    of its rounds."""
+    rounds = max(1, m // pp)
+    if m % rounds:
+        raise ConfigError(f"pipeline_schedule=interleaved_zb runs {rounds} rounds of "
+                          f"micro-batches at pp={pp} and needs a multiple of them, not {m} "
+                          "(torch's ScheduleInterleavedZeroBubble)")
+    per_round = m // rounds
+    warmup = min((vpp - 1) * per_round + pp - 1 - stage, m * vpp)
+    return _delayed_w(_warmup_pairs_cooldown(warmup, *_passes(pp, vpp, m, per_round)), stage)
 
 
 def zb_v(stage: int, pp: int, m: int) -> list[Step]:
