@@ -224,7 +224,7 @@ class ScheduledPipeline:
         if graph.fsdp:
             self._sharded()
         self.pair_fwd, self.pair_bwd = self.fwd, self.bwd
-        self._pairs: dict[tuple[int, int, bool, bool], Priced] = {}
+        self._pairs: dict[tuple[int, int, bool, bool, bool], Priced] = {}
         if self.name == "dualpipe" or self.name == "dualpipe_v":
             self._pair_pricing()
 
@@ -240,7 +240,8 @@ class ScheduledPipeline:
         grad hooks that ``stage_backward_weight``'s autograd call runs)."""
         g = self.g
         self.window = unshard_window(g.cfg)
-        self.first_fwd = dict(self.fwd)
+        if self.window is None:
+            self.first_fwd = dict(self.fwd)
         for v, ch in g.chunks.items():
             lead, trail = _around(g.work[v][1], ch.bwd)
             self.fsdp_extra[v] = lead + trail
