@@ -311,14 +311,14 @@ class ScheduledPipeline:
         # torch's runtime window: the chunks each step is preceded by the UNSHARD of
         self.events = [lowered(o, self.window)[0] for o in plan] \
             if self.window is not None else None
-        self.pending: list[dict[int, list[int]]] = [{} for _ in range(pp)]
+        self.unsharding: list[dict[int, list[int]]] = [{} for _ in range(pp)]
         cursor = [0] * pp
         while any(cursor[s] < len(plan[s]) for s in range(pp)):
             progressed = False
             for s in range(pp):
                 while cursor[s] < len(plan[s]):
                     g.tag = cursor[s]  # the schedule position (steady_state's periods)
-                    if not self._try(s, plan[s][cursor[s]], cursor[s]):
+                    if not self._try(s, plan[s][cursor[s]]):
                         break
                     cursor[s] += 1
                     progressed = True
@@ -349,7 +349,9 @@ class ScheduledPipeline:
         deps.append(self.own[("F", p.microbatch, v)])
         return deps
 
-    def _try(self, s: int, step: Pass | Overlapped, k: int) -> bool:
+    def _try(self, s: int, step: Pass | Overlapped) -> bool:
+        """Place ``step`` of stage ``s`` (at position ``g.tag`` of its order) once what it waits
+        for is placed; False if not yet."""
         steps = step if isinstance(step, Overlapped) else (step,)
         ups = [self._upstream(s, p) for p in steps]
         if any(u is None for u in ups):
@@ -357,8 +359,8 @@ class ScheduledPipeline:
         deps = [d for u in ups for d in u]  # type: ignore[union-attr]
         if self.events is not None:  # the UNSHARDs before this step, then its chunks' waits
             for n, p in enumerate(steps):
-                self.g._unshard(s, p.chunk, self.events[s][k][1] if n == 0 else (),
-                                self.pending[s])
+                self.g._unshard(s, p.chunk, self.events[s][self.g.tag][1] if n == 0 else (),
+                                self.unsharding[s])
         elif self.g.fsdp and self.g.link_tail.get(s) is not None and any(
                 p.kind == "F" and (s, p.chunk) not in self.seen_fwd for p in steps):
             deps.append(self.g.link_tail[s])  # its gathers queue behind the reductions
