@@ -21,7 +21,7 @@ from trainsim.memory.graph_outputs import moe_graph_output_bytes, pre_mlp_norm_r
 from trainsim.memory.mla import mla_attention_bytes
 from trainsim.memory.saved_inputs import E5M6_SAVED_BYTES, gemm_input_bytes
 from trainsim.memory.scores import score_bytes
-from trainsim.memory.te_spec import norms_fused, qkv_copies
+from trainsim.memory.te_spec import input_norm_fused, pre_mlp_norm_fused, qkv_copies
 from trainsim.model.mamba import in_proj_width, inner
 from trainsim.workload.moe_block import titan_style
 from trainsim.workload.ops import MATERIALIZED_SCORES
@@ -151,11 +151,11 @@ def hybrid_layer_bytes(cfg: RunConfig, recompute: str, symbol: str) -> float:
     # the MLP half's share of _selective_savings: its inner tensors, the FC1 input
     mlp_freed = (T * _inner_bytes(cfg, m.ffn_size) / t + _mlp_fused_norm_freed(cfg, T, shared_div)
                  if "mlp" in modules else 0.0)
-    if "layernorm" in modules and not norms_fused(cfg):
+    if "layernorm" in modules and not pre_mlp_norm_fused(cfg):
         mlp_freed += T * h * x / shared_div
     if symbol == MOE:
         freed = _selective_savings(cfg, True, T, shared_div) if selective else 0.0
-        if "layernorm" in modules and not norms_fused(cfg):
+        if "layernorm" in modules and not input_norm_fused(cfg):
             freed -= T * h * x / shared_div  # the attention's QKV input: not in this layer
         return (_moe_block_bytes(cfg) + moe_graph_output_bytes(cfg)
                 + T * h * mask / shared_div - freed)
@@ -219,9 +219,9 @@ def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> 
         # input: set_for_recompute_input_layernorm, set_save_original_input(linear_fc1), and
         # for MoE the shared experts' fc1, moe_layer.py set_for_recompute_pre_mlp_layernorm)
         # the QKV (MLA: down-projection) input; none where the norm is fused into the linear
-        # it feeds, which keeps it (memory.te_spec: the FC1 input of a dense layer neither)
-        fused_norms = norms_fused(cfg)
-        per = 0.0 if fused_norms else x
+        # it feeds, which keeps it (memory.te_spec: the FC1 input of a dense layer neither,
+        # MLA's too: its input norm is a TENorm, its dense pre-MLP norm fused)
+        per = 0.0 if input_norm_fused(cfg) else x
         if moe and "moe" in modules:
             # the MoE layer's 16-bit input, the pre-MLP norm's output its checkpoint saved: the
             # norm's CheckpointWithoutOutput frees that storage after the layer
@@ -234,7 +234,7 @@ def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> 
             # where a router graph keeps the norm (graph_outputs.pre_mlp_norm_recomputed)
             per += (2 + (x if x != 2 and m.moe_shared_expert_intermediate_size else 0)
                     if pre_mlp_norm_recomputed(cfg) else 0)
-        elif not m.parallel_block and not fused_norms:
+        elif not m.parallel_block and not pre_mlp_norm_fused(cfg):
             per += x  # the FC1 input
         out += T * h * per / shared_div
     if "mla_up_proj" in modules and m.is_mla:  # per-head Q, K, V; the latents stay
@@ -265,12 +265,13 @@ def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> 
 
 def _mlp_fused_norm_freed(cfg: RunConfig, T: float, shared_div: int) -> float:
     """The FC1 input an ``mlp`` checkpoint frees where the pre-MLP norm is fused into
-    ``linear_fc1`` (``norms_fused``): the checkpoint saves its input, the norm's (core_r0.18.0
+    ``linear_fc1`` (``pre_mlp_norm_fused``, MLA's dense layers too): the checkpoint saves its
+    input, the norm's (core_r0.18.0
     d0b3b775 transformer_layer.py L824-840, ``pre_mlp_layernorm`` an ``IdentityOp``), which
     LayerNormLinear keeps anyway, and drops the norm's output LayerNormLinear saved for the GEMM
     (``ln_out``, its fp8 copy under fp8: memory.te_spec); with a separate norm that output is
     the checkpoint's input and stays."""
-    if not norms_fused(cfg) or cfg.model.parallel_block:
+    if not pre_mlp_norm_fused(cfg) or cfg.model.parallel_block:
         return 0.0
     return T * cfg.model.hidden_size * gemm_input_bytes(cfg) / shared_div
 

@@ -24,23 +24,25 @@ attention is checkpointed (selective recompute of ``core_attn``), Megatron's
 **Norms.** The spec fuses the input norm into ``linear_qkv`` and, in a dense layer, the pre-MLP
 norm into ``linear_fc1`` (``TELayerNormColumnParallelLinear``; the layer's ``input_layernorm``
 and ``pre_mlp_layernorm`` are ``IdentityOp``: gpt_layer_specs.py core_v0.12.1 L136-166,
-core_v0.19.0 L138-157; an MoE layer's pre-MLP norm is a ``TENorm``, MLA's input norm too).
+core_v0.19.0 L138-157; an MoE layer's pre-MLP norm is a ``TENorm``, MLA's input norm too, while
+MLA's dense layers fuse their pre-MLP norm as any: ``workload.recompute.input_norm_fused`` and
+``pre_mlp_norm_fused``).
 TE's LayerNormLinear saves the norm's input and its output, the GEMM input (v1.8
 module/layernorm_linear.py ``_LayerNormLinear.forward`` L308-318 ``inputmat, ..., ln_out``;
 v2.3 L390-400, fp8 ``ln_out`` as its quantized copy), which is what a separate norm and linear
 keep too; but ``--recompute-modules layernorm`` checkpoints only norms that are not
 ``IdentityOp`` (transformer_layer.py core_v0.14.0 L406-415, core_v0.19.0 L450-502), so in this
 spec it frees neither the QKV input nor a dense layer's FC1 input, and re-runs neither norm
-(``workload.recompute.norms_fused``, which the time path reads too).
+(the two rules the time path reads too).
 """
 
 from __future__ import annotations
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
-from trainsim.workload.recompute import norms_fused
+from trainsim.workload.recompute import input_norm_fused, pre_mlp_norm_fused
 
-__all__ = ["norms_fused", "qkv_copies"]
+__all__ = ["input_norm_fused", "pre_mlp_norm_fused", "qkv_copies"]
 
 
 def qkv_copies(cfg: RunConfig, recompute: str) -> bool:

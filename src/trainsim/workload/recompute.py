@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 _SHARED_EXPERT = frozenset({"shared_fc1", "shared_act", "shared_fc2", "shared_expert"})
 
 RECOMPUTED_OPS = {
-    "layernorm": frozenset({"attn_norm", "mlp_norm", "parallel_mlp_norm", "q_norm", "kv_norm"}),
-    "mla_up_proj": frozenset({"q_up_proj", "mla_q_proj", "kv_up_proj", "rope"}),
+    "layernorm": frozenset({"attn_norm", "mlp_norm", "parallel_mlp_norm"}),
+    "mla_up_proj": frozenset({"q_norm", "q_up_proj", "mla_q_proj", "kv_norm", "kv_up_proj",
+                              "rope"}),
     "mlp": frozenset({"fc1", "gate_proj", "up_proj", "swiglu", "gelu", "fc2"}),
     # bias_act_func: the clamp and the linear offset's copy (glu_offset_sync_op) included
     "moe_act": frozenset({"expert_act_clamp", "expert_act_offset", "expert_act"}),
@@ -42,8 +43,12 @@ RECOMPUTED_OPS = {
 (``transformer/transformer_layer.py`` and ``multi_latent_attention.py`` checkpoint these
 submodules); ``core_attn`` is the attention op itself; ``mlp`` includes a gated MLP's separate
 gate and up projections (``shard.separate_projections``), which stand for its fc1. ``mla_up_proj`` checkpoints
-``qkv_up_proj_and_rope_apply``, which runs ``linear_q_proj`` where the query has no LoRA
-(core_v0.14.0 multi_latent_attention.py). ``moe`` checkpoints the MoE layer's
+``qkv_up_proj_and_rope_apply``, which runs ``linear_q_proj`` where the query has no LoRA, and
+the latents' norms ``q_layernorm`` / ``kv_layernorm`` (separate modules in the local spec, fused
+into the up-projections' ``TELayerNormColumnParallelLinear`` in the TE spec) before the
+up-projections (core_v0.14.0 multi_latent_attention.py L654-677); ``layernorm`` checkpoints only
+the layer's ``input_layernorm`` and ``pre_mlp_layernorm`` (transformer_layer.py L402-420), never
+those latent norms. ``moe`` checkpoints the MoE layer's
 whole ``custom_forward``, whose ``experts_compute`` runs the shared experts too (core_v0.14.0
 megatron/core/transformer/moe/moe_layer.py), every op from the router to the shared experts'
 sum: the router's fp32 casts and a forced-balance run's random logits (router.py), a latent
@@ -107,11 +112,12 @@ def _layer_recompute(cfg: RunConfig, fwd: list[Op], whole: bool) -> list[Op]:
     modules = p.recompute_modules or ("core_attn",)
     fused_rerun = core_attn_rerun(cfg, fused=True)
     sets = [RECOMPUTED_OPS[x] for x in modules if x in RECOMPUTED_OPS]
-    if "layernorm" in modules and norms_fused(cfg):
-        # the spec's IdentityOp norms are not checkpointed: the input norm, and the pre-MLP norm
-        # of a layer without a router
+    if "layernorm" in modules:
+        # the spec's IdentityOp norms are not checkpointed: the input norm where fused into the
+        # QKV linear, the pre-MLP norm of a layer without a router where fused into fc1
         moe = any(op.name.split(".")[0] == "router" for op in fwd)
-        kept = {"attn_norm"} | (set() if moe else {"mlp_norm"})
+        kept = ({"attn_norm"} if input_norm_fused(cfg) else set()) | \
+            (set() if moe or not pre_mlp_norm_fused(cfg) else {"mlp_norm"})
         sets = [ops - kept if ops is RECOMPUTED_OPS["layernorm"] else ops for ops in sets]
     if "mlp" in modules and not remat_dce(cfg):
         sets.append(mlp_module_extra(cfg, fwd))
@@ -140,13 +146,14 @@ def mlp_module_extra(cfg: RunConfig, fwd: list[Op]) -> frozenset[str]:
     tensor-parallel communication inside its linears (``ColumnParallelLinear`` /
     ``TELayerNormColumnParallelLinear``'s sequence-parallel all-gather, ``RowParallelLinear``'s
     reduce-scatter or all-reduce: the ops named ``mlp.*``) runs again, and under the Transformer
-    Engine spec (:func:`norms_fused`) the pre-MLP norm too, fused into ``linear_fc1`` (the layer's
-    ``pre_mlp_layernorm`` an ``IdentityOp``). The bias-dropout-add lies outside. An MoE layer's
+    Engine spec (:func:`pre_mlp_norm_fused`, MLA included) the pre-MLP norm too, fused into
+    ``linear_fc1`` (the layer's ``pre_mlp_layernorm`` an ``IdentityOp``). The bias-dropout-add
+    lies outside. An MoE layer's
     ``mlp`` is not checkpointed (``is_moe_layer``). JAX's remat (:func:`remat_dce`) is left as
     its policy names: not Megatron's module."""
     if any(op.name.split(".")[0] == "router" for op in fwd):
         return frozenset()
-    return frozenset({"mlp"} | ({"mlp_norm"} if norms_fused(cfg) else set()))
+    return frozenset({"mlp"} | ({"mlp_norm"} if pre_mlp_norm_fused(cfg) else set()))
 
 
 def recompute_drops_fp8(cfg: RunConfig) -> bool:
@@ -168,15 +175,31 @@ def recompute_drops_fp8(cfg: RunConfig) -> bool:
             and bool(profile_supports(cfg, "fp8_recompute_16bit")))
 
 
-def norms_fused(cfg: RunConfig) -> bool:
-    """Whether the layer's input norm (and a dense layer's pre-MLP norm) is fused into the
-    linear it feeds (profile ``te_layer_spec``, not MLA: Megatron-core's Transformer Engine spec,
-    gpt_layer_specs.py core_v0.12.1 L136-166 and core_v0.19.0 L138-157, the layer's
-    ``input_layernorm`` and dense ``pre_mlp_layernorm`` IdentityOp), so that the ``layernorm``
-    recompute module, which checkpoints only norms that are not IdentityOp (transformer_layer.py
-    core_v0.14.0 L406-415, core_v0.19.0 L450-502), neither re-runs nor frees it
-    (memory.te_spec)."""
+def input_norm_fused(cfg: RunConfig) -> bool:
+    """Whether the layer's input norm is fused into the linear it feeds (profile
+    ``te_layer_spec``, not MLA): Megatron-core's Transformer Engine spec makes
+    ``input_layernorm`` an IdentityOp and ``linear_qkv`` a ``TELayerNormColumnParallelLinear``
+    (gpt_layer_specs.py core_v0.12.1 L136-166, core_v0.19.0 L138-157); its MLA spec keeps a
+    ``TENorm`` before the two ``TELinear`` down-projections (core_r0.10.0 L81-102, core_v0.14.0
+    L123-155 ``input_layernorm=backend.layer_norm()``; fused only under
+    ``mla_down_proj_fusion``, core_r0.18.0 d0b3b775, default False, not modelled). The
+    ``layernorm`` recompute module checkpoints only norms that are not IdentityOp
+    (transformer_layer.py core_v0.14.0 L406-415, core_v0.19.0 L450-502), so a fused norm is
+    neither re-run nor freed (memory.te_spec)."""
     return bool(profile_supports(cfg, "te_layer_spec")) and not cfg.model.is_mla
+
+
+def pre_mlp_norm_fused(cfg: RunConfig) -> bool:
+    """Whether a dense layer's (no router) pre-MLP norm is fused into ``linear_fc1`` (profile
+    ``te_layer_spec``, MLA included): every Transformer Engine layer spec of Megatron-core,
+    the MLA one too, sets ``pre_mlp_layernorm=TENorm if num_experts else IdentityOp``
+    (gpt_layer_specs.py core_r0.10.0 L102 / L129, core_v0.14.0 L155 / L181, core_r0.18.0
+    d0b3b775 L157), and the dense MLP's ``linear_fc1`` is then
+    ``column_parallel_layer_norm_linear()`` (core_v0.14.0 ``get_mlp_module_spec_for_backend``);
+    a DeepSeek model's first dense layers are built with ``num_experts=None``
+    (``get_gpt_decoder_block_spec``: ``dense_layer_spec``). An MoE layer's pre-MLP norm is a
+    ``TENorm``."""
+    return bool(profile_supports(cfg, "te_layer_spec"))
 
 
 def reruns_nothing(cfg: RunConfig) -> bool:
