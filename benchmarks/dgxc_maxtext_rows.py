@@ -17,7 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mirror_rows
 
-HEADER = mirror_rows.v2_header(distributed_optimizer=["dp_replicate"])
+HEADER = mirror_rows.v2_header(distributed_optimizer=["dp_replicate"],
+                               recompute_modules=["remat_policy"])
 REPO_DIR = "NVIDIA+dgxc-benchmarking"
 REPO = "NVIDIA/dgxc-benchmarking"
 README = "maxtext/README_70b.md"
@@ -38,28 +39,30 @@ CONTAINER = {"llama2": "ghcr.io/nvidia/jax:maxtext-2024-12-09",
 TITLE = {"llama2": "Maxtext LLama2 70b", "llama3": "Maxtext Llama3 70b"}
 MBS = 2  # configure.sh MBS=2: per_device_batch_size, so GBS = 2 x GPUs
 
-# remat policy per release and dtype: (trainsim recompute, recompute_modules, why)
+# remat policy per release and dtype: (trainsim recompute, remat_policy, why); the policy's kept
+# names set what re-runs (workload.remat_policy), not Megatron-core modules
+LLAMA2_DEVICE = "query_proj;value_proj;key_proj;qkv_proj;out_proj"
 REMAT = {
-    ("llama2", "bf16"): ("selective", "core_attn;mlp",
-                         ("remat_policy=custom with query_proj, key_proj, value_proj, qkv_proj, "
-                          "out_proj and mlpwo saved on device (configure.sh CONFIG_OVERRIDES; "
-                          "POLICY save_dot_except_mlpwi): the attention context and the MLP's "
-                          "input projections (mlpwi, gate and up) with their activation are "
-                          "re-run, the output projection mlpwo is not; written core_attn;mlp "
-                          "(jax.checkpoint re-runs no output projection whatever the policy: "
-                          "the maxtext profile's remat_dce)")),
-    ("llama2", "fp8"): ("selective", "core_attn;mlp",
-                        ("remat_policy=custom with query_proj, key_proj, value_proj, qkv_proj "
-                         "and out_proj saved on device (POLICY save_dot_except_mlp): the "
-                         "attention context and the MLP's input side re-run (jax.checkpoint "
-                         "re-runs no output projection: the maxtext profile's remat_dce): "
-                         "core_attn;mlp")),
-    ("llama3", "bf16"): ("full", "",
+    ("llama2", "bf16"): ("selective", f"custom:{LLAMA2_DEVICE};mlpwo",
+                         ("remat_policy=custom with query_proj, value_proj, key_proj, qkv_proj, "
+                          "out_proj and mlpwo on device (configure.sh CONFIG_OVERRIDES after "
+                          "BASE_CONFIG's remat_policy=save_dot_except_mlpwi, the same names): "
+                          "the norms, the attention, its residual add and the MLP's input "
+                          "projections with their activation re-run; the kept projections, "
+                          "mlpwo and the last residual add not (jax.checkpoint DCE: the maxtext "
+                          "profile's remat_dce; workload.remat_policy)")),
+    ("llama2", "fp8"): ("selective", f"custom:{LLAMA2_DEVICE}",
+                        ("remat_policy=custom with query_proj, value_proj, key_proj, qkv_proj "
+                         "and out_proj on device (after remat_policy=save_dot_except_mlp, the "
+                         "same names): as bf16, mlpwo not kept but not re-run either (no "
+                         "gradient reads it), the fp8 casts of every projection's input re-run "
+                         "(workload.remat_policy)")),
+    ("llama3", "bf16"): ("full", "save_qkv_proj",
                          ("remat_policy=save_qkv_proj (configure.sh POLICY, no custom "
-                          "override): only the q/k/v projections' outputs kept, every other op "
-                          "of the layer re-run but the output projection (jax.checkpoint: the "
-                          "maxtext profile's remat_dce); written full (which re-runs the q/k/v "
-                          "GEMMs too: an upper bound)")),
+                          "override): only the q/k/v projections' outputs (after RoPE) kept, "
+                          "every other op of the layer re-run but mlpwo and the last residual "
+                          "add (jax.checkpoint DCE: the maxtext profile's remat_dce; "
+                          "workload.remat_policy)")),
 }
 REMAT[("llama3", "fp8")] = REMAT[("llama3", "bf16")]
 
@@ -79,7 +82,7 @@ def rows() -> list[dict[str, object]]:
     out = []
     for model, (commit, rel, preset, image, seq, first, tables) in RELEASES.items():
         for dtype, (line, steps) in tables.items():
-            recompute, modules, why = REMAT[(model, dtype)]
+            recompute, policy, why = REMAT[(model, dtype)]
             for i, t in enumerate(steps):
                 gpus = first * 2 ** i
                 fsdp, replicas = layout(gpus)
@@ -92,7 +95,7 @@ def rows() -> list[dict[str, object]]:
                             "release's maxtext/configure.sh and launch.sh"),
                     seq_length=seq, gpu="h100-sxm-80gb", num_gpus=gpus, gpus_per_node=8,
                     nic_gbps_per_gpu=400, tp=1, pp=1, cp=1, ep=1, vpp=1, sequence_parallel=0,
-                    recompute=recompute, recompute_modules=modules, zero_stage=3,
+                    recompute=recompute, remat_policy=policy, zero_stage=3,
                     dp_replicate=replicas, global_batch_size=MBS * gpus,
                     micro_batch_size=MBS, dtype=dtype, fp8_recipe="delayed" if dtype == "fp8" else "",
                     framework="maxtext", framework_version=image, attention="cudnn",
@@ -153,9 +156,16 @@ def check() -> list[str]:
                 "export NVTE_FUSED_ATTN=1", "--xla_gpu_enable_latency_hiding_scheduler=true",
                 "--xla_gpu_enable_pipelined_all_gather=true", "use_iota_embed=true",
                 "--xla_gpu_graph_level=0", "--xla_gpu_enable_triton_softmax_fusion=false"]
-        want += ['POLICY="save_dot_except_mlpwi"', 'POLICY="save_dot_except_mlp"', "mlpwo=device",
-                 "out_proj=device"] if model == "llama2" else ['POLICY="save_qkv_proj"']
+        want += ['POLICY="save_dot_except_mlpwi"', 'POLICY="save_dot_except_mlp"'] \
+            if model == "llama2" else ['POLICY="save_qkv_proj"']
         bad += [f"{model} configure.sh: no {w!r}" for w in want if w not in conf]
+        if model == "llama2":  # each dtype's custom device tensors, as the rows state them
+            for dtype, branch in (("fp8", conf.split('"${DTYPE}" = fp8', 1)[-1].split("\nelif")[0]),
+                                  ("bf16", conf.split('"${DTYPE}" = bf16', 1)[-1].split("\nelse")[0])):
+                device = [w.split("=")[0] for w in branch.split() if w.endswith("=device")]
+                if "remat_policy=custom" not in branch or \
+                        "custom:" + ";".join(device) != REMAT[(model, dtype)][1]:
+                    bad.append(f"llama2 {dtype} configure.sh: custom device tensors {device}")
         if model == "llama3" and "remat_policy=custom" in conf:
             bad.append("llama3 configure.sh: a custom remat policy")
         if f"export MODEL={model}" not in launch:

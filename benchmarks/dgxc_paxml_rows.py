@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mirror_rows
 
 HEADER = mirror_rows.v2_header(distributed_optimizer=["dp_replicate"],
+                               recompute_modules=["remat_policy"],
                                note=["attention_dropout", "hidden_dropout"])
 REPO_DIR = "NVIDIA+dgxc-benchmarking"
 REPO = "NVIDIA/dgxc-benchmarking"
@@ -27,23 +28,25 @@ COMMIT = "35a9aec"
 PAX_DIR, PAX_COMMIT = "google+paxml", "d505f45"
 PAX_CONFIGS = "paxml/contrib/gpu/scripts_gpu/configs.py"
 
-# size -> (README, preset, vocab, MBS, FSDP nodes, checkpoint policy, (recompute, modules, why),
+# size -> (README, preset, vocab, MBS, FSDP nodes, checkpoint policy, (recompute, remat_policy, why),
 #          {dtype: (README line of the step row, title, first GPUs, step seconds per column)})
 MODELS = {
     "175b": ("paxml/README_175b.md", "gpt3-175b", 50257, 2, 16, "SAVE_QKV_OUT_PROJ",
-             ("selective", "core_attn;mlp",
-              ("CHECKPOINT_POLICY SAVE_QKV_OUT_PROJ (paxml_mod_configs.py Synthetic175BCkpt): "
-               "the q/k/v and output projections' outputs kept, the attention core and the MLP "
-               "re-run but its output projection (jax.checkpoint re-runs what the gradients "
-               "read: the paxml profile's remat_dce): core_attn;mlp")),
+             ("selective", "save_qkv_out_proj",
+              ("CHECKPOINT_POLICY SAVE_QKV_OUT_PROJ (paxml_mod_configs.py Synthetic175BCkpt; "
+               "praxis checkpoint_policy.py: save_only_these_names combined_qkv_proj, "
+               "out_proj): the fused QKV and output projections' outputs kept; the norms, the "
+               "attention core, its residual add, the MLP's first projection and GELU re-run, "
+               "its output projection not (jax.checkpoint DCE: the paxml profile's remat_dce; "
+               "workload.remat_policy)")),
              {"fp8": (49, "Paxml GPT175B 24.11 FP8 (FSDP+DP, MBS=2)", 128,
                       (7.47, 7.58, 7.60, 7.89, 8.02))}),
     "5b": ("paxml/README_5b.md", "gpt3-5b", 50304, 4, 1, "SAVE_DOT_ONLY",
-           ("selective", "core_attn;layernorm",
-            ("CHECKPOINT_POLICY SAVE_DOT_ONLY (paxml_mod_configs.py Synthetic5BCkpt): every "
-             "matmul's output kept, the rest re-run: the layer norms, GELU and Transformer "
-             "Engine's fused attention (a custom call, not a dot): written core_attn;layernorm "
-             "(the GELU re-run has no module)")),
+           ("selective", "save_dot_only",
+            ("CHECKPOINT_POLICY SAVE_DOT_ONLY (paxml_mod_configs.py Synthetic5BCkpt; praxis "
+             "checkpoint_dots): every matmul's output kept, the rest re-run: the layer norms, "
+             "the residual add between them, GELU and Transformer Engine's fused attention (a "
+             "custom call, not a dot; workload.remat_policy)")),
            {"fp8": (49, "Paxml GPT5B FP8 (FSDP+DP, MBS=4)", 16, (0.47, 0.48, 0.48, 0.5)),
             "bf16": (56, "Paxml GPT5B BF16 (FSDP+DP, MBS=4)", 16, (0.634, 0.639, 0.643, 0.651))}),
 }
@@ -63,7 +66,7 @@ def row_id(size: str, dtype: str, gpus: int) -> str:
 
 def rows() -> list[dict[str, object]]:
     out = []
-    for size, (readme, preset, vocab, mbs, _fn, _pol, (rc, modules, why), tables) in MODELS.items():
+    for size, (readme, preset, vocab, mbs, _fn, _pol, (rc, policy, why), tables) in MODELS.items():
         for dtype, (line, title, first, steps) in tables.items():
             for i, t in enumerate(steps):
                 gpus = first * 2 ** i
@@ -78,7 +81,7 @@ def rows() -> list[dict[str, object]]:
                             f"google/paxml {PAX_CONFIGS} @ {PAX_COMMIT}"),
                     seq_length=SEQ, gpu="h100-sxm-80gb", num_gpus=gpus, gpus_per_node=8,
                     nic_gbps_per_gpu=400, tp=1, pp=1, cp=1, ep=1, vpp=1, sequence_parallel=0,
-                    recompute=rc, recompute_modules=modules, zero_stage=3,
+                    recompute=rc, remat_policy=policy, zero_stage=3,
                     dp_replicate=replicas, global_batch_size=mbs * gpus, micro_batch_size=mbs,
                     dtype=dtype, fp8_recipe="delayed" if dtype == "fp8" else "",
                     framework="paxml", framework_version="2024-03-04", attention="cudnn",
@@ -144,6 +147,8 @@ def check() -> list[str]:
         if f"class Synthetic{size.upper()}Ckpt(Synthetic{size.upper()}):\n  CHECKPOINT_POLICY = " \
                 f"layers.AutodiffCheckpointType.{policy}" not in mod:
             bad.append(f"paxml_mod_configs.py: {size} policy not {policy}")
+        if MODELS[size][6][1] != policy.lower():
+            bad.append(f"{size}: row policy {MODELS[size][6][1]} not {policy}")
     conf = mirror_rows.show(REPO_DIR, COMMIT, "paxml/configure.sh")
     bad += [f"configure.sh: no {w!r}" for w in (
         "export NVTE_FUSED_ATTN=1", "export ENABLE_TE=1", "export ENABLE_FP8=1",

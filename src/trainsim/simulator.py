@@ -67,6 +67,7 @@ from trainsim.workload.recompute import (
     per_op_sac_reruns_attention,
     remat_dce,
 )
+from trainsim.workload.remat_policy import remat_kept_params
 from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-exported
     bucket_params,  # noqa: F401
@@ -420,7 +421,7 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
         hardware_flops=hardware_flops_per_iteration(cfg, core_attn_rerun(cfg, fused=True),
                                                     per_op_sac_layout(cfg),
                                                     per_op_sac_reruns_attention(cfg),
-                                                    remat_dce(cfg)),
+                                                    remat_dce(cfg), remat_kept_params(cfg)),
         critical_stage=stage,
         timeline=tl if keep_timeline else None,
         compute_sources=dict(sorted(pricer.compute_sources().items())),

@@ -9,6 +9,7 @@ from typing import Literal
 from trainsim.config._build import check_fields, fields_state, require_positive, suggest
 from trainsim.config.cached import cached
 from trainsim.config.layout import LAYOUT_RULES, first_last, is_first_last, parse_layout
+from trainsim.config.remat_policies import remat_policy_checked
 from trainsim.config.schedule_names import (
     ANY_CHUNKS,
     V_SCHEDULES,
@@ -90,6 +91,12 @@ class ParallelConfig:
     """With selective recompute: the submodules re-run in backward (Megatron-core
     --recompute-modules: core_attn, layernorm, mla_up_proj, mlp, moe_act, moe, shared_experts);
     None = core_attn."""
+    remat_policy: str | None = None
+    """A JAX run's remat policy by name (MaxText ``remat_policy``, Paxml ``CHECKPOINT_POLICY``,
+    lower case; ``custom:query_proj;out_proj`` for MaxText's custom policy's device tensors):
+    the values ``jax.checkpoint`` keeps set what each layer re-runs and holds
+    (``config.remat_policies``, ``workload.remat_policy``), not ``recompute_modules``. Needs
+    recompute selective or full and a profile with ``remat_dce``; None = not stated."""
     cpu_offloading_num_layers: int = 0
     """Offload the saved activations of the first N transformer layers to host memory in the
     forward and reload them for the backward (Megatron-core --cpu-offloading
@@ -431,6 +438,9 @@ class ParallelConfig:
                                   f"{', '.join(RECOMPUTE_MODULES)}")
             if self.recompute != "selective":
                 raise ConfigError("parallel.recompute_modules needs recompute=selective")
+        if self.remat_policy is not None:  # config.remat_policies: a known name, recompute on
+            object.__setattr__(self, "remat_policy", remat_policy_checked(
+                self.remat_policy, self.recompute, self.recompute_modules))
         self._check_offloading()
 
     def _check_offloading(self) -> None:

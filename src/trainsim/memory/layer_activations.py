@@ -26,6 +26,7 @@ from trainsim.model.mamba import in_proj_width, inner
 from trainsim.workload.moe_block import titan_style
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.recompute import per_op_sac_reruns_attention, per_op_sac_saves_no_gemm
+from trainsim.workload.remat_policy import kept_bytes_per_token, remat_policy
 from trainsim.workload.shard import separate_projections
 
 
@@ -57,6 +58,10 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     kv_loc = max(kv / t, m.kv_channels)
     mask = 1.0 if m.hidden_dropout > 0 else 0.0
     shared_div = t if sp else 1
+    if not moe and remat_policy(cfg) is not None and recompute != "none":
+        # a JAX remat policy: the layer's input and the outputs it keeps (everything: as none)
+        kept = kept_bytes_per_token(cfg)
+        return T * kept if kept is not None else activation_bytes_per_layer(cfg, "none")
     if recompute == "full":  # the checkpoint keeps the layer's input: fp32 under autocast
         # with fp32 parameters (memory.hf.AUTOCAST_PER_TOKEN: the residual stream is fp32)
         return (4.0 if hf.autocast_fp32_params(cfg) else 2.0) * T * h / shared_div

@@ -459,7 +459,8 @@ def _no_mm_layers(cfg: RunConfig, per_op_sac: bool | None) -> frozenset[int]:
 def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: bool = False,
                                  per_op_sac: bool | None = None,
                                  per_op_sac_attention: bool = False,
-                                 remat_dce: bool = False) -> float:
+                                 remat_dce: bool = False,
+                                 remat_kept: tuple[float, ...] | None = None) -> float:
     """FLOPs the GPUs execute in one iteration, recomputation included (for HFU).
 
     Full recompute adds one more forward of every recomputed layer (Narayanan et al. 2021,
@@ -480,7 +481,10 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
     attention the policy's save list does not name), which re-runs its forward. ``remat_dce``
     (``workload.recompute.remat_dce``: JAX's jax.checkpoint): a dense layer re-run in full or
     for its ``mlp`` module leaves out the MLP's output projection, whose output no gradient
-    reads.
+    reads. ``remat_kept`` (``workload.remat_policy.kept_matmul_params``): under a stated JAX
+    remat policy, the matmul parameters a dense layer and an MoE layer do not re-run; every
+    other forward FLOP of each layer, the attention core's included, runs again (``()``: the
+    policy keeps everything, nothing runs again).
     """
     m, tokens = cfg.model, cfg.tokens_per_iteration
     s = cfg.training.seq_length
@@ -506,5 +510,9 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
             full -= fc2 * sum(not m.is_moe_layer(i) for i in cfg.recomputed_layers)
         elif "mlp" in modules and per_op_sac is None:
             selective -= fc2 * sum(not m.is_moe_layer(i) for i in range(m.num_layers))
+    if remat_kept is not None and cfg.parallel.recompute != "none":
+        s_ = cfg.training.seq_length
+        full = selective = sum(_layer_forward_flops(m, s_, i) - 2.0 * remat_kept[
+            1 if m.is_moe_layer(i) else 0] for i in range(m.num_layers)) if remat_kept else 0.0
     extra = {"none": 0.0, "full": full, "selective": selective}[cfg.parallel.recompute]
     return base + extra * tokens

@@ -79,6 +79,10 @@ COLUMN_FIELDS = {
     "distributed_optimizer": ("parallel", "distributed_optimizer"),
     "recompute_num_layers": ("parallel", "recompute_num_layers"),
     "recompute_modules": ("parallel", "recompute_modules"),
+    # a JAX run's remat policy by name (MaxText remat_policy, Paxml CHECKPOINT_POLICY;
+    # custom:<names> for MaxText's custom device tensors): an optional column beyond format v2,
+    # empty or absent = not stated (the recompute / recompute_modules cells say what re-runs)
+    "remat_policy": ("parallel", "remat_policy"),
     "pipeline_layout": ("parallel", "pipeline_model_parallel_layout"),
     "cp_comm_type": ("parallel", "cp_comm_type"),
     "moe_dispatcher": ("parallel", "moe_token_dispatcher_type"),

@@ -15,6 +15,7 @@ from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.context_parallel import REPEAT_KV, is_ring_op
 from trainsim.workload.ops import MATERIALIZED_SCORES, Attention, Comm, Gemm, Op
+from trainsim.workload.remat_policy import kept_ops, policy_recompute, remat_policy
 from trainsim.workload.shard import separate_projections
 from trainsim.workload.te_unfused import CORE_ATTENTION_OPS
 
@@ -70,7 +71,10 @@ def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True
     """Ops re-run before a layer's backward (Megatron's recompute granularity): the whole
     forward under full recompute (``whole``: this layer is among the recomputed ones), else the
     selective modules' ops, or what per-op checkpointing did not save; under JAX's remat
-    (:func:`remat_dce`) without the ops whose outputs no gradient reads."""
+    (:func:`remat_dce`) without the ops whose outputs no gradient reads, or as its stated policy
+    says (``workload.remat_policy``)."""
+    if remat_policy(cfg) is not None:  # a stated JAX remat policy (workload.remat_policy)
+        return policy_recompute(cfg, fwd) if whole or cfg.parallel.recompute != "full" else []
     out = _layer_recompute(cfg, fwd, whole)
     if out and remat_dce(cfg) and not any(op.name.split(".")[0] == "router" for op in fwd):
         out = [op for op in out if op.name.removeprefix("recompute.") not in REMAT_DCE_OPS]
@@ -215,6 +219,8 @@ def reruns_nothing(cfg: RunConfig) -> bool:
     p = cfg.parallel
     if p.recompute == "none":
         return True
+    if remat_policy(cfg) is not None:
+        return kept_ops(cfg) is None
     if p.recompute != "selective" or profile_supports(cfg, "per_op_sac"):
         return False
     if any(x in RECOMPUTED_OPS for x in p.recompute_modules or ("core_attn",)):
