@@ -137,10 +137,13 @@ def _window_s(cfg, out, backward_window: bool = True) -> float:
 
 
 def _saved_dot_elements(row: dict[str, str], h: int, f: int) -> int:
-    """Elements per token of the GEMM outputs the row's remat policy keeps."""
+    """Elements per token of the GEMM outputs the row's remat policy keeps (its
+    ``remat_policy`` cell; before it, its ``recompute_modules`` reading of the policy)."""
     modules = row.get("recompute_modules", "")
     qkv_out = 3 * h + h
-    return qkv_out if "mlp" in modules else qkv_out + f + h
+    keeps_mlp = row.get("remat_policy") == "save_dot_only" or \
+        not row.get("remat_policy") and "mlp" not in modules
+    return qkv_out + f + h if keeps_mlp else qkv_out
 
 
 def gap_of(row: dict[str, str]) -> Gap:

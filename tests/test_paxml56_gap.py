@@ -52,6 +52,8 @@ def test_copy_prices_follow_the_5b_shape(five_b):
 def test_a_save_list_without_the_mlp_keeps_only_qkv_and_out():
     assert gap._saved_dot_elements({"recompute_modules": "core_attn;mlp"}, 10, 40) == 40
     assert gap._saved_dot_elements({"recompute_modules": "core_attn;layernorm"}, 10, 40) == 90
+    assert gap._saved_dot_elements({"remat_policy": "save_qkv_out_proj"}, 10, 40) == 40
+    assert gap._saved_dot_elements({"remat_policy": "save_dot_only"}, 10, 40) == 90
 
 
 def test_a_swiglu_row_gets_no_copy_price():

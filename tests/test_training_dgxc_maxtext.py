@@ -39,13 +39,16 @@ def test_file_is_the_tables_and_configure_sh():
 
 
 def test_remat_policies():
-    """Llama 2: save_dot_except_mlpwi / save_dot_except_mlp (attention and the MLP re-run);
-    Llama 3: save_qkv_proj (all but the q/k/v projections re-run: full)."""
+    """Llama 2: remat_policy=custom with the device tensors of save_dot_except_mlpwi (bf16) /
+    save_dot_except_mlp (fp8); Llama 3: save_qkv_proj (all but the q/k/v projections re-run)."""
+    kept = "custom:query_proj;value_proj;key_proj;qkv_proj;out_proj"
     for r in training_rows(FILE):
+        assert r["recompute_modules"] == ""
         if "llama2" in r["id"]:
-            assert (r["recompute"], r["recompute_modules"]) == ("selective", "core_attn;mlp")
+            assert (r["recompute"], r["remat_policy"]) == \
+                ("selective", kept + (";mlpwo" if "bf16" in r["id"] else ""))
         else:
-            assert (r["recompute"], r["recompute_modules"]) == ("full", "")
+            assert (r["recompute"], r["remat_policy"]) == ("full", "save_qkv_proj")
 
 
 def test_bf16_rows_are_slow():
@@ -55,11 +58,16 @@ def test_bf16_rows_are_slow():
     10.7 % under the Megatron-core fallback at ad30c278. With the maxtext profile (55th session:
     XLA SPMD FSDP, XLA fusions, jax.checkpoint re-running no fc2, the one-hot token lookup of
     use_iota_embed; nothing fitted): MAPE 6.7 %, every row within -7.1 / +14.2 %, the bf16 rows
-    still slow. Bounds: MAPE <= 8 %, each row within -10 / +16 % (tests/test_training_files.py),
-    the bf16 rows slow."""
+    still slow. With each row's remat policy (60th session, mla60: ``remat_policy`` column,
+    workload.remat_policy): MAPE 5.9 %, every row within -5.8 / +12.0 %; the Llama 2 bf16 rows
+    slow (+6.4..+8.4 %: the norms and residual add the policy re-runs added +0.5 %), the Llama 3
+    bf16 rows within -1.0 / +2.0 % (their q/k/v projections no longer re-run). Bounds: MAPE <= 8
+    %, each row within -10 / +16 % (tests/test_training_files.py), the Llama 2 bf16 rows slow,
+    the Llama 3 bf16 rows within 3 %."""
     _, res = validated(FILE)
     errs = {r.id: r.predicted / r.measured - 1 for r in res}
-    assert all(e > 0 for k, e in errs.items() if "-bf16-" in k), errs
+    assert all(e > 0 for k, e in errs.items() if "llama2-70b-bf16-" in k), errs
+    assert all(abs(e) < 0.03 for k, e in errs.items() if "llama3-70b-bf16-" in k), errs
 
 
 @pytest.mark.parametrize("gpus", [64, 2048])

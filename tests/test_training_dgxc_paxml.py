@@ -20,7 +20,7 @@ def test_file_is_the_tables_and_configure_sh():
     """Each row's seconds are its README column's step time; GBS = MBS x GPUs (PERCORE_BATCH_SIZE
     4 for 5B, 2 for 175B); weights sharded over 8 GPUs (5B) or 128 (175B), the rest replicas."""
     rows = {r["id"]: r for r in training_rows(FILE)}
-    for size, (_rd, preset, vocab, mbs, _fn, _pol, (rc, mods, _w), tables) in GEN.MODELS.items():
+    for size, (_rd, preset, vocab, mbs, _fn, _pol, (rc, policy, _w), tables) in GEN.MODELS.items():
         for dtype, (_line, _title, first, steps) in tables.items():
             for i, t in enumerate(steps):
                 gpus = first * 2 ** i
@@ -30,6 +30,6 @@ def test_file_is_the_tables_and_configure_sh():
                 assert int(r["global_batch_size"]) == mbs * gpus and int(r["micro_batch_size"]) == mbs
                 fsdp = 8 if size == "5b" else 128
                 assert r["zero_stage"] == "3" and int(r["dp_replicate"]) * fsdp == gpus
-                assert (r["recompute"], r["recompute_modules"]) == (rc, mods)
+                assert (r["recompute"], r["recompute_modules"], r["remat_policy"]) == (rc, "", policy)
                 assert (r["framework"], r["attention"]) == ("paxml", "cudnn")
     assert GEN.layout("5b", 16) == (8, 2) and GEN.layout("175b", 2048) == (128, 16)

@@ -121,22 +121,26 @@ def settings_ignored(parallel_raw: dict[str, Any], cfg: RunConfig) -> list[str]:
     """The warnings (and refusals) for a run's stated settings as its config is read: the
     output-layer deferral's (:func:`deferral_settings`), graph scopes that capture nothing
     (:func:`graph_scopes_ignored`) and a JAX remat policy outside JAX
-    (:func:`remat_policy_framework`)."""
-    remat_policy_framework(cfg)
-    return [*deferral_settings(parallel_raw, cfg), *graph_scopes_ignored(cfg)]
+    (:func:`remat_policy_ignored`)."""
+    return [*deferral_settings(parallel_raw, cfg), *graph_scopes_ignored(cfg),
+            *remat_policy_ignored(cfg)]
 
 
-def remat_policy_framework(cfg: RunConfig) -> None:
-    """Refuse a stated ``parallel.remat_policy`` (a JAX remat policy) under a framework whose
-    recompute is not JAX's ``jax.checkpoint`` (profile feature ``remat_dce``)."""
+def remat_policy_ignored(cfg: RunConfig) -> list[str]:
+    """The warning for a stated ``parallel.remat_policy`` (a JAX remat policy) under a framework
+    whose recompute is not JAX's ``jax.checkpoint`` (profile feature ``remat_dce``), which
+    ignores it (``workload.remat_policy.remat_policy``): a JAX row predicted under another
+    framework's profile (``catalog.fallback``) recomputes as that framework does."""
     from trainsim.catalog.frameworks import profile_supports
 
-    if cfg.parallel.remat_policy is not None and not profile_supports(cfg, "remat_dce"):
-        t = cfg.training
-        raise ConfigError(f"parallel.remat_policy={cfg.parallel.remat_policy} names a JAX "
-                          f"remat policy, but {t.framework or 'no framework'} "
-                          f"{t.framework_version or ''}".rstrip() + " recomputes by modules "
-                          "(profile feature remat_dce off); use parallel.recompute_modules")
+    p, t = cfg.parallel, cfg.training
+    if p.remat_policy is None or profile_supports(cfg, "remat_dce"):
+        return []
+    where = f"{t.framework} {t.framework_version or ''}".rstrip() if t.framework else \
+        "a run without a framework"
+    return [(f"parallel.remat_policy={p.remat_policy} is ignored: it names a JAX remat policy, "
+             f"and {where} recomputes by modules (profile feature remat_dce off); "
+             f"recompute={p.recompute} runs as its modules say")]
 
 
 def graph_scopes_ignored(cfg: RunConfig) -> list[str]:

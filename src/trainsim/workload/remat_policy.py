@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.config.remat_policies import DOTS, EVERYTHING, remat_policy_names
 from trainsim.workload.ops import Attention, Comm, Gemm, Op
@@ -51,10 +52,13 @@ OUTPUT_SIDE = ("bias_add", "bias_grad")
 
 
 def remat_policy(cfg: RunConfig) -> str | None:
-    """The run's stated JAX remat policy, or None (``parallel.remat_policy``, which the config
-    reader refuses under a framework without ``remat_dce``)."""
+    """The run's stated JAX remat policy (``parallel.remat_policy``), or None: none stated, or
+    a framework whose recompute is not ``jax.checkpoint`` (profile ``remat_dce`` off; the config
+    reader warns it is ignored: ``catalog.run_framework.remat_policy_ignored``)."""
     p = cfg.parallel
-    return p.remat_policy if p.recompute != "none" else None
+    if p.remat_policy is None or p.recompute == "none":
+        return None
+    return p.remat_policy if profile_supports(cfg, "remat_dce") else None
 
 
 def kept_ops(cfg: RunConfig) -> frozenset[str] | None:
