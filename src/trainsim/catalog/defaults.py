@@ -191,7 +191,7 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
             raise ConfigError(f"training.framework_version={training['framework_version']!r} "
                               "needs training.framework (whose defaults at that version apply)")
         return
-    from trainsim.catalog.frameworks import feature_source, framework_profile
+    from trainsim.catalog.frameworks import feature_source, framework_profile, short_source
 
     version = training.get("framework_version")
     profile = framework_profile(str(name), str(version) if _given(version) else None)
@@ -214,13 +214,9 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                           "DistributedFusedAdam (profile feature apex_distributed_adam), whose "
                           "``dtype`` it is; Megatron-core takes exp_avg_dtype / exp_avg_sq_dtype "
                           "with use_precision_aware_optimizer")
-    scope = str(training.get("cuda_graph_scope") or "")
-    late = next((s for s in ("moe_router", "mamba") if s in scope.lower()), None)
-    if late and profile.supports("moe_graph_scopes") is False:
-        raise ConfigError(f"training.cuda_graph_scope={scope} but {where} has no {late} "
-                          "graph scope (it arrived in Megatron-LM@2b343d739f, 2025-12-30, first "
-                          "in core_v0.16.0; source: "
-                          f"{feature_source(profile, 'moe_graph_scopes')})")
+    from trainsim.catalog.run_framework import graph_scopes_problem
+
+    graph_scopes_problem(training.get("cuda_graph_scope"), profile, where)
     replica_keys = ["dp_replicate", *(k for k, v in ALIASES.items() if v == "dp_replicate")]
     replicas = next((parallel[k] for k in replica_keys if k in parallel), None)
     if _number(replicas) > 1 and profile.supports("hybrid_shard") is False:
@@ -242,7 +238,7 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     vpp = parallel.get("virtual_pipeline_model_parallel_size", parallel.get("vpp"))
     if _number(vpp) > 1 and profile.supports("interleaved_pipeline") is False:
         raise ConfigError(f"parallel.vpp={vpp} but {where} has no interleaved pipeline "
-                          f"(source: {profile.source})")
+                          f"(source: {short_source(profile.source)})")
     sched = parallel.get("pipeline_schedule")
     if _given(sched) and _looped_bfs(sched) and profile.supports("looped_bfs_schedule") is not True:
         raise ConfigError(f"parallel.pipeline_schedule={sched} but {where} does not run "
@@ -251,7 +247,7 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     group = profile.features.get("microbatch_group_size")
     if _given(parallel.get("microbatch_group_size_per_vp_stage")) and group == "none":
         raise ConfigError(f"parallel.microbatch_group_size_per_vp_stage is not in {where} "
-                          f"(source: {profile.source})")
+                          f"(source: {short_source(profile.source)})")
     if group in ("megatron", "flexible") and "microbatch_group_rule" not in parallel:
         parallel["microbatch_group_rule"] = group  # its table order (workload.schedule)
     if profile.supports("kv_heads_split") and "kv_heads_split" not in parallel:

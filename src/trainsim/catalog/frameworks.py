@@ -455,11 +455,43 @@ def released_before(name: str, version: str, release: str) -> bool:
     return tuple(have[:len(need)]) < tuple(need)
 
 
-def feature_source(profile: FrameworkProfile, feature: str) -> str:
+_FULL_HASH = re.compile(r"\b([0-9a-f]{10})[0-9a-f]{30}\b")
+
+
+def short_source(text: str, about: str = "", limit: int = 120) -> str:
+    """A profile entry's ``source`` as a one-line refusal cites it (robust59 lead 3: the whole
+    text ran to hundreds of characters on the line): spaces folded, a full commit hash cut to
+    its first 10 digits; of its clauses (``;``-separated outside parentheses) the first that
+    names every word of ``about`` (a feature: ``pipeline_parallel``), else the first; past
+    ``limit`` characters cut at a word, with `` ...`` and the parentheses it leaves open
+    closed. The whole text is the profile's own (catalog/frameworks)."""
+    text = _FULL_HASH.sub(r"\1", " ".join(str(text).split()))
+    clauses, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == ";" and depth == 0:
+            clauses.append(text[start:i].strip())
+            start = i + 1
+    clauses.append(text[start:].strip())
+    words = [w for w in about.lower().split("_") if w]
+    text = next((c for c in clauses if words and all(w in c.lower() for w in words)),
+                clauses[0])
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    head = text[:cut if cut > limit // 2 else limit].rstrip(" ,;:(")
+    return head + " ..." + ")" * max(0, head.count("(") - head.count(")"))
+
+
+def feature_source(profile: FrameworkProfile, feature: str, *, whole: bool = False) -> str:
     """The source of the entry that last set ``feature`` to its value in ``profile`` (the
     selected entry's own source may be about something else: a later entry of the pytorch
     profile reads the SDPA default, not the optimizer). Where the feature is absent (false)
-    and a later entry brings it, that entry's source (the introducing commit) leads."""
+    and a later entry brings it, that entry's source (the introducing commit) leads. Cut to
+    a citation (:func:`short_source`) unless ``whole``."""
+    def cite(text: str) -> str:
+        return text if whole else short_source(text, feature)
+
     source, before = profile.source, object()
     entries = _load(profile.name).entries
     for i, entry in enumerate(entries):
@@ -471,9 +503,9 @@ def feature_source(profile: FrameworkProfile, feature: str) -> str:
                 later = next((e for e in entries[i + 1:] if e.features.get(feature) is not False),
                              None)
                 if later is not None:
-                    return f"first in {profile.name} {later.since}: {later.source}"
+                    return f"first in {profile.name} {later.since}: {cite(later.source)}"
             break
-    return source
+    return cite(source)
 
 
 def version_reading(name: str, version: str | None) -> str:

@@ -1,7 +1,8 @@
 """What ``training.framework`` does to a run config as it is read
 (``catalog.run_config_from_dict``): the dropouts and MTP layers its model class builds, the
 fp8-only settings a 16-bit run states and ignores, the output-layer deferral settings a run
-states where nothing defers or its framework cannot, and a dense model's MoE-only settings refused."""
+states where nothing defers or its framework cannot, graph scopes its framework lacks, and a
+dense model's MoE-only settings refused."""
 
 from __future__ import annotations
 
@@ -115,6 +116,41 @@ def deferral_settings(parallel_raw: dict[str, Any], cfg: RunConfig) -> list[str]
                    "defers no output-layer weight gradient (set "
                    "parallel.defer_embedding_wgrad_compute=true, with parallel.pp > 1)")
     return out
+
+
+#: the scopes Megatron-core's ``CudaGraphScope`` brought (NVIDIA/Megatron-LM@2b343d739f,
+#: 2025-12-30, first in core_v0.16.0): core_v0.15.0 asserts a TE-graphed scope is full or attn
+#: (transformer/cuda_graphs.py L1357-1360); profile feature ``moe_graph_scopes``
+LATE_GRAPH_SCOPES = ("mlp", "moe", "moe_router", "moe_preprocess", "mamba")
+
+
+def graph_scopes_problem(raw: Any, profile: Any, where: str) -> None:
+    """Refuse a stated ``training.cuda_graph_scope`` (``raw``, as written: text or a list)
+    that ``profile`` cannot run: any scope where the framework has no Megatron-core
+    ``cuda_graph_scope`` at all (profile feature ``graph_scopes`` false: DeepSpeed, torchtitan,
+    Megatron-core before 0.12; robust59 lead 1: ``attn`` under DeepSpeed was priced as
+    Megatron-core's layer scope), and the later scopes (``LATE_GRAPH_SCOPES``) before
+    ``moe_graph_scopes``. A name that is not text or not a scope is left to
+    ``config.graph_scope``'s refusal, which lists the names."""
+    items = raw.replace(";", ",").split(",") if isinstance(raw, str) else \
+        raw if isinstance(raw, (list, tuple)) else ()
+    names = list(dict.fromkeys(s.strip().lower() for s in items
+                               if isinstance(s, str) and s.strip()))
+    if not names:
+        return
+    from trainsim.catalog.frameworks import feature_source
+
+    if profile.supports("graph_scopes") is False:
+        raise ConfigError(f"training.cuda_graph_scope={','.join(names)} but {where} has no "
+                          "cuda_graph_scope (Megatron-core's CUDA graphs of parts of a layer, "
+                          "first in NVIDIA/Megatron-LM@a606486ece, 2025-03-18, core_v0.12.0; "
+                          "profile feature graph_scopes: false); leave it unset")
+    late = [s for s in names if s in LATE_GRAPH_SCOPES]
+    if late and profile.supports("moe_graph_scopes") is False:
+        raise ConfigError(f"training.cuda_graph_scope={','.join(names)} but {where} has no "
+                          f"{', '.join(late)} graph scope (it arrived in Megatron-LM@2b343d739f, "
+                          "2025-12-30, first in core_v0.16.0; source: "
+                          f"{feature_source(profile, 'moe_graph_scopes')})")
 
 
 def settings_ignored(parallel_raw: dict[str, Any], cfg: RunConfig) -> list[str]:
