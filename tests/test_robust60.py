@@ -145,6 +145,31 @@ def test_search_set_and_the_service_refuse_the_scope_alike(tmp_path):
     assert "has no cuda_graph_scope" in r.output
 
 
+def test_the_service_answers_a_refusal_in_the_clis_words(tmp_path):
+    """A schedule written with spaces (' LOOPED_BFS ') under torchtitan 2024-07: the CLI folds
+    the runs of spaces in its one line; the service kept them (two wordings, fuzz60). The
+    value is quoted, so the spaces a user wrote show."""
+    import json
+
+    from click.testing import CliRunner
+
+    from trainsim.cli import main
+    from trainsim.service import Settings
+    from trainsim.service.jobs import problem
+
+    raw = _cfg("torchtitan", "2024-07", pp=2, pipeline_schedule=" LOOPED_BFS ")
+    raw["model"]["num_layers"] = 8
+    raw["cluster"]["num_gpus"] = 16
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(raw))
+    r = CliRunner().invoke(main, ["simulate", str(path), "--format", "json"])
+    cli = [ln for ln in r.stderr.splitlines() if ln.startswith("error: ")]
+    job = problem("simulate", copy.deepcopy(raw), {}, Settings(workers=0, checkers=0))
+    assert len(cli) == 1 and job is not None
+    assert cli[0].removeprefix("error: ") == job[2]
+    assert "pipeline_schedule=' LOOPED_BFS ' but torchtitan 2024-07" in job[2]
+
+
 # ------------------------------------------------------------------ short citations (lead 3)
 
 def test_a_feature_refusal_cites_a_short_source():

@@ -35,20 +35,12 @@ from trainsim.config._build import (
     whole_number,
 )
 from trainsim.config.safe_load import shown_path
-from trainsim.errors import ConfigError, TrainsimError, TrainsimWarning
+from trainsim.errors import ConfigError, TrainsimError, TrainsimWarning, one_line
 
 USAGE_EXIT = 2
 """Exit status of a refused input (as click's own usage errors)."""
 INTERNAL_EXIT = 3
 """Exit status of an unexpected exception (a trainsim bug)."""
-
-
-def one_line(text: str) -> str:
-    """``text`` on one line: newlines become '; ' (a space after a line ending in ':' or ',',
-    as click's list of choices), runs of spaces one space."""
-    parts = [p for p in (" ".join(line.split()) for line in str(text).splitlines()) if p]
-    return "".join(p if i == 0 else (" " if parts[i - 1][-1] in ":," else "; ") + p
-                   for i, p in enumerate(parts))
 
 
 def describe(exc: BaseException) -> str:

@@ -13,6 +13,15 @@ def escaped(text: str) -> str:
                    for c in text)
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line, as the CLI prints a refusal and the service answers it (fuzz60:
+    the service kept the runs of spaces the CLI folds): newlines become '; ' (a space after a
+    line ending in ':' or ',', as click's list of choices), runs of spaces one space."""
+    parts = [p for p in (" ".join(line.split()) for line in str(text).splitlines()) if p]
+    return "".join(p if i == 0 else (" " if parts[i - 1][-1] in ":," else "; ") + p
+                   for i, p in enumerate(parts))
+
+
 class TrainsimError(Exception):
     """Root of trainsim's exceptions. Its text is one printable line: the names and values a
     message quotes are escaped once here (``escaped``), not at each site that raises it."""

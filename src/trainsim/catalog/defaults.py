@@ -241,7 +241,7 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                           f"(source: {short_source(profile.source)})")
     sched = parallel.get("pipeline_schedule")
     if _given(sched) and _looped_bfs(sched) and profile.supports("looped_bfs_schedule") is not True:
-        raise ConfigError(f"parallel.pipeline_schedule={sched} but {where} does not run "
+        raise ConfigError(f"parallel.pipeline_schedule={sched!r} but {where} does not run "
                           "torch.distributed.pipelining's ScheduleLoopedBFS (profile feature "
                           "looped_bfs_schedule; torchtitan's profile has it)")
     group = profile.features.get("microbatch_group_size")

@@ -20,7 +20,7 @@ from typing import Any
 
 from trainsim.config import safe_load
 from trainsim.config._build import type_name
-from trainsim.errors import TrainsimError
+from trainsim.errors import TrainsimError, one_line
 from trainsim.service.jobs_search import plan_job, search_job
 from trainsim.service.requests import (
     KINDS,
@@ -343,9 +343,9 @@ def problem(kind: str, config: Any, options: Any, settings: Settings
     try:
         check(kind, config, options, settings)
     except RequestError as exc:
-        return exc.status, exc.field, str(exc)
+        return exc.status, exc.field, one_line(str(exc))
     except TrainsimError as exc:  # the CLI's own message, e.g. "tp=3 does not divide ..."
-        return 422, "config", str(exc)
+        return 422, "config", one_line(str(exc))
     return None
 
 
