@@ -1,7 +1,7 @@
 """Input robustness, 2026-11-29 (60th session, robust60): surfaces no round had fuzzed.
 
 - ``gscopes``: ``training.cuda_graph_scope`` under every entry of every framework profile (all
-  128 releases), each scope Megatron-core ever named. Oracle: this script's own reading of
+  124 entries), each scope Megatron-core ever named. Oracle: this script's own reading of
   the releases (``_SCOPE_SINCE``: Megatron-core's ``cuda_graph_scope`` full / attn from
   NVIDIA/Megatron-LM@a606486ece, 2025-03-18, core_v0.12.0; mlp / moe / moe_router /
   moe_preprocess / mamba from 2b343d739f, 2025-12-30, core_v0.16.0; nothing in a stack
