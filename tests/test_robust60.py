@@ -191,6 +191,10 @@ def test_short_source_cuts_hashes_picks_the_features_clause_and_closes_parenthes
     assert short_source(text, "pipeline_parallel") == \
         "no pipeline parallelism: other/repo@def b.py L1-2"
     assert short_source(text, "hybrid_shard") == "org/repo@abc a.py (x)"
+    # a list item naming the feature, after the entry's own reference (core 0.11's entry:
+    # --use-precision-aware-optimizer (47a175b4c4, ...) deep in its arguments.py list)
+    assert short_source("org/repo@v1 (2025) a.py --x (off), --use-foo-bar (123abc, 2024)",
+                        "foo_bar") == "org/repo@v1 ... --use-foo-bar (123abc, 2024)"
     long = "org/repo@abc (2025) a.py (" + "word " * 60 + ")"
     cut = short_source(long)
     assert len(cut) <= 125 and cut.endswith("...)") and cut.count("(") == cut.count(")")

@@ -458,24 +458,39 @@ def released_before(name: str, version: str, release: str) -> bool:
 _FULL_HASH = re.compile(r"\b([0-9a-f]{10})[0-9a-f]{30}\b")
 
 
+def _top_level(text: str, seps: str) -> list[str]:
+    """``text`` split at the characters ``seps`` outside parentheses, each part stripped."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch in seps and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    return [p for p in (*parts, text[start:].strip()) if p]
+
+
 def short_source(text: str, about: str = "", limit: int = 120) -> str:
     """A profile entry's ``source`` as a one-line refusal cites it (robust59 lead 3: the whole
     text ran to hundreds of characters on the line): spaces folded, a full commit hash cut to
-    its first 10 digits; of its clauses (``;``-separated outside parentheses) the first that
-    names every word of ``about`` (a feature: ``pipeline_parallel``), else the first; past
-    ``limit`` characters cut at a word, with `` ...`` and the parentheses it leaves open
-    closed. The whole text is the profile's own (catalog/frameworks)."""
-    text = _FULL_HASH.sub(r"\1", " ".join(str(text).split()))
-    clauses, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += (ch == "(") - (ch == ")")
-        if ch == ";" and depth == 0:
-            clauses.append(text[start:i].strip())
-            start = i + 1
-    clauses.append(text[start:].strip())
+    its first 10 digits; the part (``;``- or ``,``-separated outside parentheses) that names
+    every word of ``about`` (a feature: ``pipeline_parallel``; ``-`` and ``_`` read as spaces),
+    after the entry's leading reference where the part names no repository, else the first
+    ``;`` clause; past ``limit`` characters cut at a word, with `` ...`` and the parentheses it
+    leaves open closed. The whole text is the profile's own (catalog/frameworks)."""
+    text = _FULL_HASH.sub(r"\1", " ".join(str(text).split()) or "?")
     words = [w for w in about.lower().split("_") if w]
-    text = next((c for c in clauses if words and all(w in c.lower() for w in words)),
-                clauses[0])
+
+    def names(part: str) -> bool:
+        plain = part.lower().replace("-", " ").replace("_", " ")
+        return all(w in plain for w in words)
+
+    part = next((p for p in _top_level(text, ";,") if words and names(p)), None)
+    if part is None:
+        text = _top_level(text, ";")[0]
+    elif "@" in part or part == text.split(" ", 1)[0]:
+        text = part
+    else:
+        text = f"{text.split(' ', 1)[0]} ... {part}"
     if len(text) <= limit:
         return text
     cut = text.rfind(" ", 0, limit)
