@@ -189,6 +189,19 @@ def sharded_schedule_problem(cfg: RunConfig) -> str | None:
     return None
 
 
+def schedule_refusal(cfg: RunConfig) -> str | None:
+    """``sharded_schedule_problem`` where the run would meet it (a named schedule placed by
+    ``ScheduledPipeline`` on pp > 1 with per-unit ZeRO-3 / FSDP), from the config alone: the
+    service refuses such a job before queueing it, as ``simulate`` would after."""
+    from trainsim.workload.pipeline_schedules_bfs import FB_SCHEDULES
+    from trainsim.workload.sharding import fsdp_per_unit
+
+    p = cfg.parallel
+    if p.pp <= 1 or p.pipeline_schedule in FB_SCHEDULES:
+        return None
+    return sharded_schedule_problem(cfg) if fsdp_per_unit(cfg, p.effective_zero_stage) else None
+
+
 def stage_starts(tl: Timeline, pp: int) -> list[float]:
     """When each stage's first pass starts: under optimizer post-validation (Qi et al. §4) a
     stage's next iteration starts once its own optimizer step is done, so stage s's start

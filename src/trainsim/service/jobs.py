@@ -20,7 +20,7 @@ from typing import Any
 
 from trainsim.config import safe_load
 from trainsim.config._build import type_name
-from trainsim.errors import TrainsimError, one_line
+from trainsim.errors import ConfigError, TrainsimError, one_line
 from trainsim.service.jobs_search import plan_job, search_job
 from trainsim.service.requests import (
     KINDS,
@@ -54,6 +54,10 @@ def _simulate(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: 
         _bound_gpus(cfg.cluster.num_gpus, "config.cluster.num_gpus", limits)
         trace, want_plot = _flag(opts, "trace"), _flag(opts, "plot")
         if not run:
+            from trainsim.pipeline import schedule_refusal
+
+            if refusal := schedule_refusal(cfg):  # simulate would refuse it once it ran
+                raise ConfigError(refusal)
             return None
         from trainsim.report import write_chrome_trace
         from trainsim.simulator import simulate
