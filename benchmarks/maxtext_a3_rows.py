@@ -18,7 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mirror_rows
 
-HEADER = mirror_rows.v2_header(distributed_optimizer=["dp_replicate"],
+HEADER = mirror_rows.v2_header(nic_gbps_per_gpu=["gpus_per_nic", "fabric"],
+                               distributed_optimizer=["dp_replicate"],
                                note=["attention_dropout", "hidden_dropout"])
 MT_DIR, MT = "AI-Hypercomputer+maxtext", "AI-Hypercomputer/maxtext"
 COMMIT = "efb6d9e4a"
@@ -56,7 +57,8 @@ def rows() -> list[dict[str, object]]:
         r = {k: "" for k in HEADER}
         r.update(
             id=f"maxtext-a3-llama2-7b-bf16-h100-{gpus}", model="llama2-7b", seq_length=SEQ,
-            gpu="h100-sxm-80gb", num_gpus=gpus, gpus_per_node=8, nic_gbps_per_gpu=100, tp=1,
+            gpu="h100-sxm-80gb", num_gpus=gpus, gpus_per_node=8, nic_gbps_per_gpu=100, gpus_per_nic=2,
+            fabric="tcpx", tp=1,
             pp=1, cp=1, ep=1, vpp=1, sequence_parallel=0, recompute="selective",
             recompute_modules="layernorm", zero_stage=3, dp_replicate=vms,
             global_batch_size=BS * gpus, micro_batch_size=BS, dtype="bf16",
@@ -87,10 +89,13 @@ def rows() -> list[dict[str, object]]:
                   "all-gather / reduce-scatter / all-reduce (the script's XLA_FLAGS; no option "
                   "cell: the profile's own overlap); synthetic data; the model: MaxText "
                   "llama2-7b (32 layers, 4096, 32 heads, MLP 11008, vocab 32000, RMSNorm, RoPE, "
-                  "untied), the llama2-7b preset; A3 (a3-highgpu-8g): 8 H100 80GB on NVLink, "
-                  "1,000 Gbps a VM over GPUDirect-TCPX (Google Cloud, 'Networking and GPU "
-                  "machines'), four 200 Gbps NICs for GPU traffic: 100 Gb/s per GPU (inferred), "
-                  "TCP, not RDMA"))
+                  "untied), the llama2-7b preset; A3 (a3-highgpu-8g, the node preset): 8 H100 "
+                  "80GB on NVLink, 1,000 Gbps a VM over GPUDirect-TCPX (Google Cloud, "
+                  "'Networking and GPU machines'), four 200 Gbps secondary NICs for GPU traffic "
+                  "(GKE docs: 'up to four on A3 High machine types'): two GPUs a NIC "
+                  "(gpus_per_nic 2), 100 Gb/s per GPU; TCP through NCCL's GPUDirect-TCPX plugin, "
+                  "not RDMA: fabric tcpx (run through XPK on GKE, whose TCPX NCCL config of Feb "
+                  "2024 sets NCCL_ALGO=Ring, NCCL_PROTO=Simple)"))
         out.append(r)
     return out
 

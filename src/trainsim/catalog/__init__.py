@@ -408,8 +408,8 @@ def _cluster_section(raw: Any) -> ClusterConfig:
         fields.update(node=n["name"], gpu=n["gpu"], gpus_per_node=n["gpus_per_node"])
         if not {"nic_bw_Bps", "nic_gbit_s_per_gpu", "nic_gbps_per_gpu"} & set(raw):
             fields["nic_gbit_s_per_gpu"] = n["nic_gbit_s_per_gpu"]
-        if n.get("gpus_per_nic") is not None:  # 4 NICs for 8 GPUs (DGX-1); the user's wins
-            fields["gpus_per_nic"] = n["gpus_per_nic"]
+        # 4 NICs for 8 GPUs (DGX-1), the NICs' transport (A3 High: tcpx); the user's wins
+        fields.update({k: n[k] for k in ("gpus_per_nic", "fabric") if n.get(k) is not None})
     fields.update(raw)
     topology = str(raw.get("topology", "")).strip().lower().replace("_", "-")
     if TOPOLOGY_ALIASES.get(topology, topology) == "nvl72" and "gpus_per_node" not in raw:

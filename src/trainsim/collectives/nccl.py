@@ -360,9 +360,11 @@ def _candidates(kind: str, span: GroupSpan, f: Fabric) -> list[str]:
 
 
 def _hop_us(kind: str, fam: str, proto: str) -> float:
-    """One hop's latency; an EFA hop is a network hop plus ``scale_terms.EFA_HOP_US``."""
-    if kind == "efa":
-        return _HOP_US["net"][fam][proto] + scale_terms.EFA_HOP_US
+    """One hop's latency; an EFA (TCPX) hop is a network hop plus ``scale_terms.EFA_HOP_US``
+    (``TCPX_HOP_US``)."""
+    if kind in ("efa", "tcpx"):
+        extra = scale_terms.EFA_HOP_US if kind == "efa" else scale_terms.TCPX_HOP_US
+        return _HOP_US["net"][fam][proto] + extra
     return _HOP_US[kind][fam][proto]
 
 

@@ -166,3 +166,34 @@ EFA_BW_SHARE = 0.835
 """Share of ``NIC_EFFICIENCY`` (InfiniBand's achievable rate) that NCCL reaches over EFA on
 large messages; fitted with ``EFA_HOP_US`` (0.835: 0.80 of the line rate, 40 GB/s a GPU on p5's
 4 x 100 Gb/s; the same rows' 8 GiB busbw, 356 GB/s on 4-16 nodes, is NIC-bound there)."""
+
+TCPX_ALGO, TCPX_PROTO = "ring", "Simple"
+"""What NCCL runs on a ``cluster.fabric: tcpx`` cluster where the config forces nothing: Google's
+published NCCL configuration for GPUDirect-TCPX (GoogleCloudPlatform/container-engine-
+accelerators gpudirect-tcpx/README.md, releases of Feb 15 2024 and Jun 22 2026; SkyPilot's
+nccl_tcpx_gcpvm_h100.yaml @ d7fe39d7 the same) sets NCCL_ALGO=Ring and NCCL_PROTO=Simple for
+the job: no tree, no NVLS, no LL / LL128, inside a VM as across VMs (axlearn's GKE A3 job,
+axlearn/cloud/gcp/job.py GPUGKEJob, says why: "TCPX only supports Ring algorithm", "only
+supports Simple protocol", "not compatible with NVLS")."""
+
+TCPX_HOP_US = 221.0
+"""Latency a GPUDirect-TCPX network hop adds to NCCL's InfiniBand hop (``nccl._HOP_US["net"]``),
+us. TCPX is NCCL's net plugin nccl-plugin-gpudirecttcpx over TCP on A3 High's four 200 Gb/s GPU
+NICs (Google Cloud: 'up to four secondary NICs, each up to 200 Gbps for GPU data transfer'): the
+payload lands in GPU memory through the NIC's header split and devmem TCP, a receive daemon
+(tcpgpudmarxd) programs the flow steering, and NCCL's kernels unpack the received pages into
+the destination buffer (the plugin's devcomm/unpack); every step waits on TCP's completion in
+the plugin's threads. Fitted by ``benchmarks/fit_tcpx.py`` with ``TCPX_BW_SHARE`` on the 15
+published 2 x 8 all_reduce rows of benchmarks/collectives_gcp_a3.csv (SkyPilot, 2 x
+a3-highgpu-8g, NCCL's ring / Simple, 128 KiB-2 GiB): MAPE 277 % as InfiniBand -> 6.6 %; fitted
+on the 8 rows of 16 MiB and more (181 us, 0.761), the 7 smaller ones are predicted to 17.8 %
+(60th session). The rows' busbw is flat at 66-68 GB/s from 256 MiB (0.66-0.68 of the four NICs'
+line rate, against InfiniBand's 0.96) and a 1-8 MiB all_reduce takes 1.5-1.7 ms. One source,
+one collective, two nodes: the split between this and the share is fitted, not measured apart.
+A cluster with ``cluster.fabric: tcpx`` pays it, never a framework profile."""
+
+TCPX_BW_SHARE = 0.774
+"""Share of ``NIC_EFFICIENCY`` (InfiniBand's achievable rate) that NCCL reaches over
+GPUDirect-TCPX on large messages; fitted with ``TCPX_HOP_US`` (benchmarks/fit_tcpx.py): 0.774 of
+0.96 is 0.74 of the line rate, 9.3 GB/s a GPU on A3 High's 100 Gb/s share, where the rows' last
+four sizes reach 0.66-0.68 (the fit trades the plateau for the ramp: +10 % at 2 GiB)."""

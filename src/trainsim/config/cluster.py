@@ -38,8 +38,8 @@ MAX_PRICE_PER_HOUR = 1e6
 """Largest price of one GPU-hour taken, in USD (rented GPUs cost about 1 to 10)."""
 PROTOCOLS = ("LL", "LL128", "Simple")
 
-FABRICS = ("infiniband", "roce", "efa")
-"""Inter-node transports a cluster config can name (``cluster.fabric``); roce is infiniband."""
+FABRICS = ("infiniband", "roce", "efa", "tcpx", "tcpxo")
+"""Inter-node transports a cluster config can name (``cluster.fabric``); roce, tcpxo: infiniband."""
 TOPOLOGIES = ("rail-optimized", "spine-leaf", "nvl72", "torus")
 """Networks a cluster config can name (``cluster.topology``); network.topology builds each."""
 TOPOLOGY_ALIASES = {"rail-optimised": "rail-optimized", "rail": "rail-optimized",
@@ -350,9 +350,9 @@ class ClusterConfig:
     the leaves' oversubscription)."""
     fabric: str = "infiniband"
     """The NICs' transport between nodes, which sets NCCL's network hop cost and rate
-    (``collectives.scale_terms``): ``infiniband`` (ConnectX over InfiniBand or RoCE, NCCL's
-    own IB verbs transport; ``roce`` is the same) or ``efa`` (AWS Elastic Fabric Adapter:
-    the SRD transport through libfabric and the aws-ofi-nccl plugin, p4d / p5 / p5e)."""
+    (``collectives.scale_terms``): ``infiniband`` (NCCL's IB verbs; ``roce`` and ``tcpxo``,
+    Google's A3 Mega, price as it), ``efa`` (AWS SRD via aws-ofi-nccl: p4d / p5 / p5e) or
+    ``tcpx`` (Google's GPUDirect-TCPX plugin on A3 High: TCP, ring / Simple; scale_terms)."""
     nodes_per_leaf: int = 32
     """Nodes under one leaf switch (per rail when rail-optimized)."""
     oversubscription: float = 1.0
@@ -414,16 +414,18 @@ class ClusterConfig:
         if fabric not in FABRICS:
             raise ConfigError(f"cluster.fabric={self.fabric!r} is unknown{suggest(fabric, FABRICS)}"
                               f"; known: {', '.join(FABRICS)}")
-        object.__setattr__(self, "fabric", "infiniband" if fabric == "roce" else fabric)
+        ib_like = fabric in ("roce", "tcpxo")  # priced as InfiniBand (FABRICS)
+        object.__setattr__(self, "fabric", "infiniband" if ib_like else fabric)
         if self.network_backend == "flow" and self.nccl_proto != "auto":
             # the flow model shares links among flows and has no protocols (FlowNetwork.
             # collective: "protocol is reported, not priced"): a forced one was shown, unpriced
             raise ConfigError(f"cluster.nccl_proto={self.nccl_proto} is priced by the analytical "
                               "network backend only; the flow backend models links, not NCCL "
                               "protocols: leave nccl_proto auto")
-        if self.fabric == "efa" and (self.network_backend == "flow" or self.topology == "torus"):
-            raise ConfigError("cluster.fabric=efa is priced by the analytical network backend "
-                              "only; the flow backend and the torus price InfiniBand links")
+        if self.fabric in ("efa", "tcpx") and (self.network_backend == "flow"
+                                               or self.topology == "torus"):
+            raise ConfigError(f"cluster.fabric={self.fabric} is priced by the analytical network "
+                              "backend only; the flow backend and torus price InfiniBand links")
         self._check_domain()
         if self.domain_gpus is not None:
             self._check_domain_gpus()

@@ -35,9 +35,14 @@ class AnalyticalNetwork:
         self.cluster = cluster
         kind = intra_link_kind(cluster.gpu.nvlink_bw_Bps)
         self.intra = LinkTier(cluster.nvlink_bw_Bps, NVLINK_EFFICIENCY, kind)
-        # EFA (cluster.fabric): its own hop cost and share of the NIC rate (scale_terms)
-        net, nic_eff = (("efa", NIC_EFFICIENCY * scale_terms.EFA_BW_SHARE)
-                        if cluster.fabric == "efa" else ("net", NIC_EFFICIENCY))
+        # EFA, TCPX (cluster.fabric): its own hop cost and share of the NIC rate (scale_terms)
+        share = {"efa": scale_terms.EFA_BW_SHARE, "tcpx": scale_terms.TCPX_BW_SHARE}
+        net = cluster.fabric if cluster.fabric in share else "net"
+        nic_eff = NIC_EFFICIENCY * share.get(cluster.fabric, 1.0)
+        # what 'auto' runs: on TCPX, the algorithm and protocol Google's config sets
+        # (scale_terms.TCPX_ALGO); elsewhere NCCL's own choice
+        self.auto = (scale_terms.TCPX_ALGO, scale_terms.TCPX_PROTO) \
+            if cluster.fabric == "tcpx" else ("auto", "auto")
         self.inter = LinkTier(cluster.nic_bw_Bps, nic_eff, net)
         self.fabric = Fabric(self.intra, self.inter, nvls=cluster.gpu.nvls and cluster.nvls,
                              collnet=cluster.in_network_reduction,
@@ -64,6 +69,10 @@ class AnalyticalNetwork:
                    algorithm: str | None = None, protocol: str | None = None) -> CollectiveCost:
         algorithm = algorithm or self.cluster.nccl_algo
         protocol = protocol or self.cluster.nccl_proto
+        if algorithm.lower() == "auto" and kind not in ("all_to_all", "send_recv"):
+            algorithm = self.auto[0]
+        if protocol.lower() == "auto":
+            protocol = self.auto[1]
         key = (kind, size_bytes, span, algorithm, protocol)
         c = self._cache.get(key)
         if c is None:
