@@ -149,6 +149,10 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                     and not (op.shares_input and sh.compiled):
                 # the re-gathered fp8 input, transposed for wgrad once the gather is waited on
                 ops.append(_fp8_transpose(f"{op.name}.input_fp8_transpose", op.m * op.k))
+            elif op.dtype == "fp8" and sh.fp8_row_cast_only and op.seq_parallel == "scatter" \
+                    and not op.grouped and not op.shares_input:
+                # TE 1.x: the row-parallel input was cast alone (shard.te_row_cast_only)
+                ops.append(_fp8_transpose(f"{op.name}.input_fp8_transpose", op.batch * op.m * op.k))
             swizzle = mxfp8_swizzle(sh, f"{op.name}.wgrad", op, (
                 (grad_kind, op.m * op.n),
                 (activation_kind(sh, op, "gather"), op.m * op.k)))

@@ -114,6 +114,9 @@ class Shard:
     """Sequence parallelism all-gathers fp8 GEMM operands cast on the rank's own rows: the
     column-parallel input in the forward, the row-parallel output gradient in the backward
     (Transformer Engine; the profile's ``fp8_cast_before_gather``, ``FP8_GATHER_*``)."""
+    fp8_row_cast_only: bool = False
+    """Under SP a row-parallel linear's fp8 input is cast without its transpose and the
+    backward transposes it for wgrad (Transformer Engine 1.x, ``te_row_cast_only``)."""
     fp8_dtensor_tp: bool = False
     """fp8 TP through DTensor casts (torchao's float8 TP styles; the profile's
     ``fp8_dtensor_tp``): a gathered module input is cast once for all its projections, eager
@@ -323,6 +326,31 @@ def wgrad_accumulates(cfg: RunConfig) -> int:
     return 4 if t.grad_reduce_in_fp32 else 2
 
 
+TE_ROW_CAST_TRANSPOSE = "2.0"
+"""The first Transformer Engine release whose ``Linear`` casts a row-parallel input under
+sequence parallelism with its transpose in one kernel (v2.0 module/linear.py L115-147:
+``with_input_all_gather_nccl`` is column-parallel only, every other input is quantized with
+``columnwise=backward_needs_input``)."""
+
+
+def te_row_cast_only(cfg: RunConfig) -> bool:
+    """Whether the run's Transformer Engine casts a row-parallel fp8 input under SP to fp8 alone
+    and transposes it in the backward. From v1.5 to v1.13 ``_Linear.forward`` fuses the
+    cast with its transpose only ``and not sequence_parallel``, a flag Megatron-core's TE
+    linears set from the config for the row-parallel ones too, so under SP the proj and fc2
+    inputs take ``cast_to_fp8`` (read 16 bits, write fp8) and ``_Linear.backward`` makes
+    ``tex.fp8_transpose(inputmat_total)`` before the wgrad GEMM (TransformerEngine v1.10,
+    08a85d3b, module/linear.py L105-132, L493-500; v1.5 L116, v1.13 L120 the same condition).
+    Only a recorded ``te_version`` before :data:`TE_ROW_CAST_TRANSPOSE` (fp8 through TE's cast
+    before the gather, ``fp8_cast_before_gather``; TE 1.x has per-tensor delayed scaling only)."""
+    t, p = cfg.training, cfg.parallel
+    if not (t.dtype == "fp8" and t.fp8_recipe == "delayed" and p.tp > 1 and p.sequence_parallel
+            and profile_supports(cfg, "fp8_cast_before_gather")):
+        return False
+    return framework_feature(t.framework, t.framework_version, "te_version") is not None and \
+        not te_at_least(t.framework, t.framework_version, TE_ROW_CAST_TRANSPOSE)
+
+
 def shard_of(cfg: RunConfig) -> Shard:
     t, p = cfg.training, cfg.parallel
     cp_ring = p.cp > 1 and profile_supports(cfg, "cp_sdpa_ring")
@@ -339,6 +367,7 @@ def shard_of(cfg: RunConfig) -> Shard:
                  compiled=t.compile, norm=t.norm,
                  fp8_local_cast=t.dtype == "fp8" and p.tp > 1 and p.sequence_parallel
                  and profile_supports(cfg, "fp8_cast_before_gather"),
+                 fp8_row_cast_only=te_row_cast_only(cfg),
                  fp8_dtensor_tp=t.dtype == "fp8" and p.tp > 1
                  and profile_supports(cfg, "fp8_dtensor_tp"),
                  fp8_weight_transpose=t.dtype == "fp8"
@@ -445,6 +474,10 @@ def linear(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: i
         if sh.fp8_tn_only:
             ops.append(Elementwise(f"{name}.norm_fp8_transpose", bytes=m * k * FP8_TRANSPOSE_BYTES,
                                    kernel=FP8_TRANSPOSE_KERNEL))
+    elif sh.fp8_row_cast_only and seq_parallel == "scatter" and not grouped and not shared:
+        # TE 1.x under SP: the row-parallel input cast alone, transposed in the backward
+        ops.append(Elementwise(f"{name}.fp8_cast", bytes=batch * m * k * FP8_CAST_BYTES,
+                               kernels=batch * kernels, kernel=FP8_GATHER_CAST_KERNEL))
     elif sh.dtype == "fp8" and not gathered and not shared:
         # the activation input is cast (with amax) to fp8 and transposed, split per expert for
         # a grouped GEMM (Transformer Engine's GroupedLinear); compiled, siblings share one
