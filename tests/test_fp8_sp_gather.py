@@ -24,13 +24,17 @@ LOCAL = T // TP
 def test_gathered_input_is_cast_on_local_rows_without_transpose():
     """Delayed scaling: the norm of LayerNormLinear / LayerNormMLP writes the 512 x 4096 local
     rows in fp8 itself, so no cast runs before the gather (``Shard.fp8_norm_quantize``); the
-    all-gather moves 2048 x 4096 bytes; the row-parallel GEMMs' local inputs keep their
-    cast-transpose."""
+    all-gather moves 2048 x 4096 bytes; the row-parallel GEMMs' local inputs are cast alone
+    under this TE 1.6 (read 2, write 1: ``shard.te_row_cast_only``), in one cast-transpose
+    from TE 2.0."""
     fwd, _ = layer_ops(fp8_slice_cfg())
     for gemm in ("qkv_proj", "fc1"):
         assert f"{gemm}.cast_transpose" not in fwd
         assert f"{gemm}.fp8_cast" not in fwd
     assert fwd["attn.all_gather"].bytes == T * H
+    assert fwd["out_proj.fp8_cast"].bytes == T * (H // TP) * 3  # read 2, write 1
+    assert fwd["fc2.fp8_cast"].bytes == T * (F // TP) * 3
+    fwd, _ = layer_ops(fp8_slice_cfg(framework="megatron-core", version="0.12"))  # TE 2.2
     assert fwd["out_proj.cast_transpose"].bytes == T * (H // TP) * 4  # read 2, write 1 + 1
     assert fwd["fc2.cast_transpose"].bytes == T * (F // TP) * 4
 

@@ -326,6 +326,10 @@ def wgrad_accumulates(cfg: RunConfig) -> int:
     return 4 if t.grad_reduce_in_fp32 else 2
 
 
+TE_ROW_CAST_ONLY = "1.2"
+"""The first Transformer Engine release whose ``Linear`` casts an input under sequence
+parallelism without its transpose (d76118d9, PR #531, 2023-11-28, "Linear: fix computation for
+wgrad if sequence_parallel=True"; v1.1 and 09ba842 cast-transpose every input)."""
 TE_ROW_CAST_TRANSPOSE = "2.0"
 """The first Transformer Engine release whose ``Linear`` casts a row-parallel input under
 sequence parallelism with its transpose in one kernel (v2.0 module/linear.py L115-147:
@@ -341,13 +345,14 @@ def te_row_cast_only(cfg: RunConfig) -> bool:
     inputs take ``cast_to_fp8`` (read 16 bits, write fp8) and ``_Linear.backward`` makes
     ``tex.fp8_transpose(inputmat_total)`` before the wgrad GEMM (TransformerEngine v1.10,
     08a85d3b, module/linear.py L105-132, L493-500; v1.5 L116, v1.13 L120 the same condition).
-    Only a recorded ``te_version`` before :data:`TE_ROW_CAST_TRANSPOSE` (fp8 through TE's cast
-    before the gather, ``fp8_cast_before_gather``; TE 1.x has per-tensor delayed scaling only)."""
+    Only a recorded ``te_version`` from :data:`TE_ROW_CAST_ONLY` before
+    :data:`TE_ROW_CAST_TRANSPOSE` (fp8 through TE's cast before the gather,
+    ``fp8_cast_before_gather``; TE 1.x has per-tensor delayed scaling only)."""
     t, p = cfg.training, cfg.parallel
     if not (t.dtype == "fp8" and t.fp8_recipe == "delayed" and p.tp > 1 and p.sequence_parallel
             and profile_supports(cfg, "fp8_cast_before_gather")):
         return False
-    return framework_feature(t.framework, t.framework_version, "te_version") is not None and \
+    return te_at_least(t.framework, t.framework_version, TE_ROW_CAST_ONLY) and \
         not te_at_least(t.framework, t.framework_version, TE_ROW_CAST_TRANSPOSE)
 
 
