@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mirror_rows
 
 HEADER = mirror_rows.v2_header(distributed_optimizer=["dp_replicate"],
+                               recompute_modules=["remat_policy"],
                                note=["attention_dropout", "hidden_dropout"])
 JT_DIR, JT = "NVIDIA+JAX-Toolbox", "NVIDIA/JAX-Toolbox"
 PAX_README = "rosetta/rosetta/projects/pax/README.md"
@@ -56,7 +57,8 @@ RELEASES = {
               ("175b", "h100", "TE BF16"): (174, 51.00), ("5b", "h100", "TE FP8"): (175, 2374.66),
               ("175b", "h100", "TE FP8"): (176, 84.45)}),
 }
-# size -> (preset, vocab column, GPUs, DP, FSDP, BS / GPU, (recompute, modules, why), model words)
+# size -> (preset, vocab column, GPUs, DP, FSDP, BS / GPU, (recompute, remat_policy, why), model
+# words); the policy (config.remat_policies, workload.remat_policy) is what re-runs, not modules
 MODELS = {
     "126m": ("gpt3-125m", 50304, 64, 64, 1, 4,
              ("none", "", ("USE_REPEATED_LAYER False: a plain StackedTransformer, no "
@@ -66,17 +68,20 @@ MODELS = {
              ("GPT126MBase (12 layers, 768, 12 heads of 64, MLP 3072, vocab 50304, GELU, biases, "
              "learned positions, tied softmax embedding)")),
     "5b": ("gpt3-5b", 50304, 256, 1, 256, 8,
-           ("selective", "core_attn;layernorm",
-            ("CHECKPOINT_POLICY SAVE_DOT_WITH_NO_BATCH_DIM (jax's "
-             "dots_with_no_batch_dims_saveable: "
-            "every projection's output kept; the attention's batched QK and PV dots or TE's fused "
-            "attention (a custom call), the layer norms and GELU re-run): written "
-            "core_attn;layernorm (the GELU re-run has no module)")),
+           ("selective", "save_dot_with_no_batch_dims",
+            ("CHECKPOINT_POLICY SAVE_DOT_WITH_NO_BATCH_DIM (praxis checkpoint_policy.py L53-54: "
+             "jax's checkpoint_dots_with_no_batch_dims): every projection's output kept; the "
+             "attention's batched QK and PV dots or TE's fused attention (a custom call), the "
+             "layer norms, the residual add between them and GELU re-run, the MLP's output "
+             "projection not (jax.checkpoint DCE; workload.remat_policy)")),
            ("GPT5BBase (24 layers, 4096, 32 heads of 128, MLP 16384, vocab 50304, GELU, biases, "
            "learned positions, tied)")),
     "175b": ("gpt3-175b", 50257, 256, 1, 256, 6,
-             ("full", "", ("CHECKPOINT_POLICY SAVE_NOTHING (TransformerLmSpmdAdafactor's default, "
-              "not overridden by GPT175BBase): the whole layer re-run")),
+             ("full", "save_nothing",
+              ("CHECKPOINT_POLICY SAVE_NOTHING (TransformerLmSpmdAdafactor's default, "
+               "not overridden by GPT175BBase): the layer re-run but for what no gradient "
+               "reads, the MLP's output projection and the residual add after it (jax.checkpoint "
+               "DCE; workload.remat_policy)")),
              ("GPT175BBase (96 layers, 12288, 96 heads, MLP 4 x 12288, vocab 50257, GELU, biases, "
              "learned positions, tied softmax embedding)")),
 }
@@ -86,6 +91,10 @@ GPU = {"a100": ("a100-sxm-80gb", 200, "DGX A100 80G, 8 GPUs a node, 200 Gb/s HDR
 # MaxText: the README's one row (line 90 @ 28603900): Llama2-7B, 8 H100, seq 4096, BS/GPU 2,
 # FSDP 8, GBS 16, Flash attention, remat minimal_flash, no scan, 0.721 s a step, 22.19 seq/s
 MT_LINE, MT_STEP, MT_SEQ_S = 90, 0.721, 22.19
+# MaxText's models.py (minimal_flash) at the last commit before the container's date; Praxis's
+# AutodiffCheckpointType (the Pax policies), as config.remat_policies reads it
+MT_DIR, MT_COMMIT = "AI-Hypercomputer+maxtext", "ebd39aa64"
+PRAXIS_COMMIT = "2b59deaa"
 
 
 def precision(p: str) -> tuple[str, bool]:
@@ -115,7 +124,7 @@ def pax_rows() -> list[dict[str, object]]:
     out = []
     for rel, (commit, cite, container, version, pax_commit, table) in RELEASES.items():
         for (size, gpu, prec), (line, seq_s) in table.items():
-            preset, vocab, gpus, dp, fsdp, bs, (rc, modules, why), words = MODELS[size]
+            preset, vocab, gpus, dp, fsdp, bs, (rc, policy, why), words = MODELS[size]
             dtype, te = precision(prec)
             att, att_why = attention(rel, size, te)
             gbs = bs * gpus
@@ -127,7 +136,7 @@ def pax_rows() -> list[dict[str, object]]:
                 id=f"jaxtoolbox-pax{rel}-gpt-{size}-{tag}-{gpu}-{gpus}", model=preset,
                 vocab_size=vocab, seq_length=SEQ, gpu=catalog_gpu, num_gpus=gpus,
                 gpus_per_node=8, nic_gbps_per_gpu=nic, tp=1, pp=1, cp=1, ep=1, vpp=1,
-                sequence_parallel=0, recompute=rc, recompute_modules=modules,
+                sequence_parallel=0, recompute=rc, remat_policy=policy,
                 zero_stage=0 if fsdp == 1 else 3, dp_replicate="" if fsdp == 1 else gpus // fsdp,
                 global_batch_size=gbs, micro_batch_size=bs, dtype=dtype,
                 fp8_recipe="delayed" if dtype == "fp8" else "", framework="paxml",
@@ -166,7 +175,7 @@ def maxtext_row() -> dict[str, object]:
     r.update(
         id="jaxtoolbox-maxtext2404-llama2-7b-bf16-h100-8", model="llama2-7b", seq_length=4096,
         gpu="h100-sxm-80gb", num_gpus=8, gpus_per_node=8, nic_gbps_per_gpu=400, tp=1, pp=1, cp=1,
-        ep=1, vpp=1, sequence_parallel=0, recompute="selective", recompute_modules="layernorm",
+        ep=1, vpp=1, sequence_parallel=0, recompute="selective", remat_policy="minimal_flash",
         zero_stage=3, dp_replicate=1, global_batch_size=16, micro_batch_size=2, dtype="bf16",
         options="onehot_embedding", framework="maxtext", framework_version="2024-04-15",
         attention="cudnn", attention_dropout=0, hidden_dropout=0, measured_iteration_s=MT_STEP,
@@ -177,10 +186,14 @@ def maxtext_row() -> dict[str, object]:
               "8 GPUs, BS/GPU 2 (per_device_batch_size=2), DP 1, FSDP 8 (ici_fsdp), TP 1, GBS "
               "16: zero_stage 3 over the node; max_target_length 4096; attention=cudnn_flash_te "
               "(cuDNN fused attention through Transformer Engine, NVTE_FUSED_ATTN=1): cudnn; "
-              "remat_policy=minimal_flash (MaxText layers/models.py: save_from_both_policies("
-              "checkpoint_dots_with_no_batch_dims, save_only_these_names('context')): every "
-              "projection's output and the attention context kept, the RMS norms and the SwiGLU "
-              "product re-run): written layernorm (the activation re-run has no module); "
+              "remat_policy=minimal_flash (MaxText MaxText/layers/models.py @ ebd39aa6, the "
+              "last commit before the container's date, L237-241: save_from_both_policies("
+              "checkpoint_dots_with_no_batch_dims, save_only_these_names('context')); no "
+              "MaxText layer names a 'context' and TE's fused attention is a custom_vjp whose "
+              "residuals carry no name, so every projection's output is kept and the RMS norms, "
+              "the residual add between them, RoPE, the cuDNN attention and the SwiGLU product "
+              "re-run, the MLP's output projection not: jax.checkpoint DCE; "
+              "workload.remat_policy); "
               "scan_layers=false; use_iota_embed=true (the token lookup a one-hot dot: option "
               "onehot_embedding); bf16 (Precision BF16, no fp8); logits_dot_in_fp32=false (the "
               "logits GEMM in bf16, where base.yml's default then was fp32); XLA latency-hiding "
@@ -207,7 +220,8 @@ def check() -> list[str]:
     """Every typed sequences/s against its README line with the row's size, GPU, precision,
     GPUs, DP / FSDP / TP and BS/GPU; the configs' model classes and remat policies; the 23.10
     TE-JAX fused-attention default; the 24.04 README's flash-attention notes; the MaxText row
-    and the flags of its run script."""
+    and the flags of its run script; MaxText's minimal_flash and Praxis's policies as the rows
+    state them."""
     bad = []
     for rel, (commit, _c, container, _v, pax_commit, table) in RELEASES.items():
         text = mirror_rows.show(JT_DIR, commit, PAX_README)
@@ -277,6 +291,22 @@ def check() -> list[str]:
         "attention=cudnn_flash_te", "max_target_length=4096", "use_iota_embed=true",
         "--xla_gpu_enable_latency_hiding_scheduler=true", "logits_dot_in_fp32=false",
         "dataset_type=synthetic") if p not in sub]
+    # the policies the rows state, as their sources define them
+    models = mirror_rows.show(MT_DIR, MT_COMMIT, "MaxText/layers/models.py")
+    flash = models.split("cfg.remat_policy == 'minimal_flash':", 1)[-1].split("else:", 1)[0]
+    if "checkpoint_dots_with_no_batch_dims" not in flash or \
+            "save_only_these_names('context',)" not in flash:
+        bad.append(f"MaxText {MT_COMMIT}: minimal_flash is not dots_with_no_batch_dims + context")
+    if 'checkpoint_name(' in models or any(
+            "\"context\")" in t or "'context')" in t for t in (
+                mirror_rows.show(MT_DIR, MT_COMMIT, f"MaxText/layers/{f}.py")
+                for f in ("attentions", "linears", "llama2"))):
+        bad.append(f"MaxText {MT_COMMIT}: a layer names a 'context'")
+    cp = mirror_rows.show("google+praxis", PRAXIS_COMMIT, "praxis/layers/checkpoint_policy.py")
+    bad += [f"praxis {PRAXIS_COMMIT}: no {p!r}" for p in (
+        ("SAVE_DOT_WITH_NO_BATCH_DIM:\n    return jax.checkpoint_policies."
+         "checkpoint_dots_with_no_batch_dims"),
+        "SAVE_NOTHING") if p not in cp]
     return bad
 
 

@@ -7,13 +7,21 @@ test_training_files.py (the first prediction, nothing fitted to it); what its ro
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
+import pytest
 from helpers import (
     load_script,
     training_rows,
     validated,
 )
+
+import trainsim
+from trainsim.validate.training import row_config
+from trainsim.workload.layers import layer_forward
+from trainsim.workload.recompute import layer_recompute
+from trainsim.workload.shard import shard_of
 
 ROOT = Path(__file__).resolve().parents[1]
 FILE = ROOT / "benchmarks" / "training_jaxtoolbox.csv"
@@ -93,3 +101,71 @@ def test_a100_transformer_engine_rows_are_close_and_h100_rows_fast():
     assert sum(h100) / len(h100) < -0.10
     assert len(a100_xla) == 5 and all(-0.35 < e < 0.05 for e in a100_xla)
     assert sum(a100_xla) / len(a100_xla) < -0.10
+
+
+# Each row's remat as its source sets it: Paxml configs.py CHECKPOINT_POLICY (GPT5BBase
+# SAVE_DOT_WITH_NO_BATCH_DIM; GPT175BBase inherits TransformerLmSpmdAdafactor's SAVE_NOTHING;
+# GPT126M no repeated layer, no jax.checkpoint), MaxText example_slurm.sub remat_policy=minimal_flash
+POLICY = {"-126m-": ("none", ""), "-5b-": ("selective", "save_dot_with_no_batch_dims"),
+          "-175b-": ("full", "save_nothing"), "-llama2-7b-": ("selective", "minimal_flash")}
+
+
+def _size(row_id: str) -> str:
+    return next(k for k in POLICY if k in row_id)
+
+
+def test_rows_state_their_sources_remat_policies_not_module_sets():
+    rows = _rows()
+    assert {_size(k) for k in rows} == set(POLICY)
+    for k, r in rows.items():
+        assert (r["recompute"], r["remat_policy"]) == POLICY[_size(k)], k
+        assert r["recompute_modules"] == "", k
+        cfg = row_config(r)
+        assert cfg.parallel.remat_policy == (r["remat_policy"] or None)
+        assert cfg.parallel.recompute_modules is None
+
+
+def _redo(row_id: str) -> list[str]:
+    cfg = row_config(_rows()[row_id])
+    sh = shard_of(cfg)
+    return [op.name.removeprefix("recompute.") for op in
+            layer_recompute(cfg, sh, layer_forward(cfg, sh, moe=False))
+            if not op.name.endswith(".bias_grad")]
+
+
+NORMS_ATTN = ["attn_norm", "attn_core", "attn_bias_dropout_add", "mlp_norm"]
+
+
+@pytest.mark.parametrize("row_id,redo", [
+    # every projection kept; GELU and the fp8 casts (each weight gradient reads its cast input)
+    ("jaxtoolbox-pax2404-gpt-5b-te-bf16-h100-256", ["gelu"]),
+    ("jaxtoolbox-pax2404-gpt-5b-te-fp8-h100-256",
+     ["gelu"] + [f"{p}.cast_transpose" for p in ("qkv_proj", "out_proj", "fc1", "fc2")]),
+    # nothing kept: all but the MLP's output projection and the residual add after it
+    ("jaxtoolbox-pax2404-gpt-175b-te-bf16-h100-256", ["qkv_proj", "out_proj", "fc1", "gelu"]),
+    # minimal_flash: the dots kept before RoPE; 'context' names nothing at the container's
+    # MaxText (ebd39aa6) and TE's fused attention keeps unnamed residuals: the attention re-runs
+    ("jaxtoolbox-maxtext2404-llama2-7b-bf16-h100-8", ["rope", "swiglu"]),
+])
+def test_each_policy_reruns_what_its_backward_reads(row_id, redo):
+    assert sorted(_redo(row_id)) == sorted(NORMS_ATTN + redo)
+
+
+def test_126m_rows_rerun_nothing():
+    assert _redo("jaxtoolbox-pax2404-gpt-126m-te-bf16-h100-64") == []
+
+
+def test_save_nothing_prices_as_full_remat_and_the_5b_policy_reruns_more_keeps_less():
+    """Under the paxml profile's jax.checkpoint DCE, SAVE_NOTHING is `full` recompute: the 175B
+    rows predict the same with the policy dropped. The 5B rows' SAVE_DOT_WITH_NO_BATCH_DIM
+    re-runs GELU too, which `core_attn;layernorm` (the file's first writing) did not: slower,
+    and it keeps the projections' outputs and the layer's input only (not the norms' outputs)."""
+    rows = list(csv.DictReader(FILE.open()))
+    big = next(r for r in rows if r["id"] == "jaxtoolbox-pax2404-gpt-175b-te-bf16-h100-256")
+    five = next(r for r in rows if r["id"] == "jaxtoolbox-pax2404-gpt-5b-te-bf16-h100-256")
+    sim = lambda r: trainsim.simulate(row_config(r))
+    assert sim(big).iteration_time_s == sim({**big, "remat_policy": ""}).iteration_time_s
+    new, old = sim(five), sim({**five, "remat_policy": "", "recompute_modules":
+                                "core_attn;layernorm"})
+    assert new.iteration_time_s > old.iteration_time_s
+    assert new.memory[0].activations < old.memory[0].activations
