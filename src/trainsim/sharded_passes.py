@@ -58,8 +58,10 @@ def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     regathers its blocks: each block's gather seconds in compute order, which the task graph's
     split pass runs as tasks of their own in place of the pass's wait (their collectives in
     ``block_ops``, where given; each wait's with the pricer's ``note_ops``, where it has one:
-    for exports)."""
-    note = getattr(pricer, "note_ops", lambda segment, ops: None)
+    for exports, a forward's with its walk: the units, their compute seconds, the chunk's
+    forward parts and whether the root unit leads, so that an export can write the gathers
+    beside the compute they hide behind)."""
+    note = getattr(pricer, "note_ops", lambda segment, ops, walk=None: None)
     out: dict[int, tuple[Priced, Priced]] = {}
     gathers: dict[int, list[float]] = {}
     walks: dict[int, tuple[list[float], list[float], list[float], list]] = {}  # backward walks
@@ -131,7 +133,8 @@ def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         walks[v] = (blocks, back, reduce, ops)
         wait = interned(())  # after the gather wait (below, once ``side_s`` is complete)
         lead = interned(((DP, fwd, GATHER_WAIT),))
-        note(lead.segments[0], [c for unit in units for c in unit])
+        note(lead.segments[0], [c for unit in units for c in unit],
+             (units, compute, ch.fwd_parts, first or last))
         if fsdp2:
             lead = lead + pricer.price(fsdp2_copies.copy_out(units))
             if blocks:

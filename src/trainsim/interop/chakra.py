@@ -55,6 +55,7 @@ from trainsim.interop.chakra_et import (  # noqa: F401  (re-exported)
     read_et,
     write_et,
 )
+from trainsim.interop.chakra_gathers import GATHER_STREAM, GatherWalk, plan
 from trainsim.interop.chakra_groups import Layout
 from trainsim.interop.chakra_read import (  # noqa: F401  (re-exported)
     MAX_DURATION_MICROS,
@@ -78,6 +79,7 @@ class _RecordingPricer(Pricer):
 
     seg_op: dict[int, Op]
     noted: dict[int, tuple[Comm, ...]]
+    walks: dict[int, tuple]
     _keep: list[Any]
 
     def __init__(self, cfg: RunConfig) -> None:
@@ -85,8 +87,10 @@ class _RecordingPricer(Pricer):
         self.outside: list[Comm] = []  # comm_time calls not made by price(), in order
         self._pricing = 0
 
-    def note_ops(self, segment: tuple, ops: list[Comm]) -> None:
+    def note_ops(self, segment: tuple, ops: list[Comm], walk: tuple | None = None) -> None:
         self.noted[id(segment)] = tuple(ops)
+        if walk is not None:  # a forward's gather wait: (units, compute s, parts, root leads)
+            self.walks[id(segment)] = walk
         self._keep.append(segment)
 
     def ops_of(self, segment: tuple) -> tuple[Comm, ...]:
@@ -155,7 +159,8 @@ def _is_overlapped(op: Op | None, cfg: RunConfig) -> bool:
 
 def _recording() -> type[_RecordingPricer]:
     """A class of recording pricers whose instances share one set of records."""
-    return type("_Recording", (_RecordingPricer,), {"seg_op": {}, "noted": {}, "_keep": []})
+    return type("_Recording", (_RecordingPricer,), {"seg_op": {}, "noted": {}, "walks": {},
+                                                  "_keep": []})
 
 
 def _split(ops: tuple[Comm, ...], seconds: float, pricer: Pricer) -> list[float]:
@@ -321,6 +326,17 @@ class _Builder:
             head = [last]
         return last
 
+    def _gathers(self, stage: int, stream: str, label: str, walk: GatherWalk, u: int,
+                 head: list[int]) -> int:
+        """Unit ``u``'s all-gathers of a forward (``chakra_gathers``) on their own stream, each
+        of its own time, issued once ``head`` and the pass's stream's last node are done (the
+        pass has begun); the id of the last."""
+        prev = self.last_on_stream.get((stage, stream))
+        issue = head + ([prev] if prev is not None else [])
+        ops = walk.units[u]
+        return self._collectives(stage, f"{label}: FSDP unit {u} all-gather", GATHER_STREAM,
+                                 ops, sum(map(self.pricer.comm_time, ops)), issue)
+
     def _segments(self, i: int, t: Task, deps: list[int]) -> int:
         stage, stream = t.stream
         segs = list(t.detail.segments)  # type: ignore[attr-defined]
@@ -346,11 +362,42 @@ class _Builder:
                 head = [last]
             pending = []
 
+        walk: GatherWalk | None = None  # a forward's FSDP gathers beside its units (export60)
+
+        def walk_to(k: int) -> None:
+            """At segment ``k``: each unit whose compute begins there waits for its gathers,
+            and the next unit's are issued as it starts; past the last, the SMs the hidden
+            gathers held."""
+            nonlocal head, last, walk
+            if walk is None or (k not in walk.starts and k != walk.end):
+                return
+            flush()
+            for u in walk.starts.get(k, ()):
+                if u == 0:
+                    walk.gathered[0] = self._gathers(stage, stream, t.label, walk, 0, head)
+                head = head + [walk.gathered[u]]
+                if u + 1 < len(walk.units):
+                    walk.gathered[u + 1] = self._gathers(stage, stream, t.label, walk, u + 1, head)
+            if k == walk.end:
+                if walk.contention_s > 0:
+                    last = self.add(stage, f"{t.label}: FSDP unit all-gathers (SM contention)",
+                                    COMP_NODE, stream, walk.contention_s, head)
+                    head = [last]
+                walk = None
+
         k = 0
         while k < len(segs):
+            walk_to(k)
             seg = segs[k]
             cat, dur, name = seg
             op = self.pricer.seg_op.get(id(seg))
+            record = self.pricer.walks.get(id(seg)) if walk is None else None
+            if record is not None:
+                walk = plan(segs, k, record, self.pricer.comm_time, self.pricer.sm_share["dp"])
+                if walk is not None:  # the wait is the walk's: not a node of its own
+                    flush()
+                    k += 1
+                    continue
             if cat in ("compute", "optimizer"):
                 pending.append(seg)
                 if self.per_kernel:
@@ -398,6 +445,7 @@ class _Builder:
                 last = self.add(stage, f"{t.label}: {name}", COMM_COLL_NODE, stream, dur, head)
             head = [last]
             k += 1
+        walk_to(len(segs))
         flush()
         if last is None and not (send_s and i in self.consumers):  # an empty pass
             last = self.add(stage, t.label, COMP_NODE, stream, 0.0, head)

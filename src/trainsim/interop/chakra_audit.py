@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from trainsim.config import RunConfig
 from trainsim.ds_lockstep import Exchange
@@ -57,6 +58,11 @@ class Audit:
     bytes_written: dict[tuple[str, str], float] = field(default_factory=dict)
     bytes_simulated: dict[tuple[str, str], float] = field(default_factory=dict)
     """Bytes by (collective type, group) over every stage's first rank."""
+    exposed_only: list[str] = field(default_factory=list)
+    """Collective nodes written with only the seconds the simulation exposed of them
+    (``trainsim.exposed_only``): a replay that times collectives itself blocks for the whole
+    collective there (export60: FSDP's forward gathers no longer; DualPipe's paired expert
+    exchanges still). Not counted in :attr:`clean`: their bytes and kind are right."""
     all_ranks: dict[str, float] = field(default_factory=dict)
     """The simulation's collective bytes by type over every rank (what
     ``chakra_read.comm_bytes`` reads back of a whole export)."""
@@ -122,6 +128,8 @@ def audit_chakra(cfg: RunConfig, layer_source: LayerSource | None = None) -> Aud
             out.as_compute.append(task.label)
         found: Counter = Counter()
         for p, n in zip(protos, nodes):
+            if n.type == COMM_COLL_NODE and n.attr("trainsim.exposed_only"):
+                out.exposed_only.append(p.name)
             if n.type == COMM_COLL_NODE:
                 found[_category(p.comm.group)] += 1  # type: ignore[union-attr]
                 key = (COMM_NAMES[n.attr("comm_type")], p.comm.group)  # type: ignore[union-attr]
@@ -197,3 +205,29 @@ def audit_simai(cfg: RunConfig, layer_source: LayerSource | None = None
             if kind != "NONE":
                 written[f"{phase}:{kind}"] += size
     return {k: (sim.get(k, 0.0), written.get(k, 0.0)) for k in sorted(set(sim) | set(written))}
+
+
+def timed_replay(cfg: RunConfig, prefix: str | Path,
+                 layer_source: LayerSource | None = None) -> tuple[float, float]:
+    """(the simulated iteration, the iteration trainsim's reader replays from the export when
+    every collective node lasts its collective's whole time, as a replay that times
+    collectives itself takes them: ASTRA-sim's network model in the simulation's place).
+    Equal where every collective is written where it runs (export60: FSDP's forward gathers
+    beside the units they hide behind); longer where a node holds only the exposed part of a
+    collective (``trainsim.exposed_only``). Writes ``<prefix>.<rank>.et`` for every rank."""
+    from trainsim.interop.chakra import read_chakra, write_et
+
+    builder, iteration = trace_nodes(cfg, layer_source)
+    comm_time = builder.pricer.comm_time
+    for protos in builder.nodes.values():
+        for p in protos:
+            if p.exposed_only and p.comm is not None:
+                p.duration_s = comm_time(p.comm)
+    layout = Layout(cfg)
+    prefix = Path(prefix)
+    micros = {s: _micros(protos) for s, protos in builder.nodes.items()}
+    for rank in range(layout.world):
+        stage = layout.stage(rank)
+        write_et(prefix.parent / f"{prefix.name}.{rank}.et",
+                 _materialize(builder.nodes[stage], rank, layout, micros[stage]), {})
+    return iteration, read_chakra(prefix)
