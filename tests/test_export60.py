@@ -116,3 +116,77 @@ def test_only_dualpipe_pairs_keep_exposed_only_nodes():
     their exposed seconds (a lead: the pair would need its passes interleaved as branches)."""
     left = {n for n in CONFIGS if audit_chakra(_cfg(n)).exposed_only}
     assert left == {"moe ep8 dualpipe"}
+
+
+# ------------------------------------------------------------------ SimAI: what it cannot state
+
+def _limits(name: str) -> list[str]:
+    from trainsim.interop.simai_limits import simai_limits
+
+    return simai_limits(_cfg(name))
+
+
+def test_simai_names_dualpipe_pairs_with_the_simulations_bytes():
+    """DualPipe: SimAI's rows block on every expert all-to-all; the line gives the written and
+    the simulation's blocking and hidden bytes (``audit_simai``'s)."""
+    from trainsim.interop.chakra_audit import audit_simai
+
+    a = audit_simai(_cfg("moe ep8 dualpipe"))
+    lines = [s for s in _limits("moe ep8 dualpipe") if "of ALLTOALL_EP" in s]
+    assert len(lines) == 1 and "DualPipe" in lines[0]
+    written, blocks, hidden = (a["mp:ALLTOALL_EP"][1], a["mp:ALLTOALL_EP"][0],
+                               a["hidden mp:ALLTOALL_EP"][0])
+    assert hidden > 0.5 * written > 0
+    for x in (written, blocks, hidden):
+        assert f"{x / 1e6:.1f} MB" in lines[0]
+
+
+def test_simai_names_the_combined_1f1b_lone_passes():
+    """The combined 1F1B: the rows hide every all-to-all (kept as time), the simulation's
+    lone passes block on theirs."""
+    from trainsim.interop.chakra_audit import audit_simai
+
+    name = "moe combined 1f1b (ep overlap)"
+    blocks, written = audit_simai(_cfg(name))["mp:ALLTOALL_EP"]
+    lines = [s for s in _limits(name) if "of ALLTOALL_EP" in s]
+    assert len(lines) == 1 and "combined 1F1B" in lines[0]
+    assert written == 0 < blocks
+    assert lines[0].startswith("SimAI: the rows block on 0.0 kB of ALLTOALL_EP a step where "
+                               f"the simulation blocks on {blocks / 1e6:.1f} MB")
+
+
+@pytest.mark.parametrize("name", ["fsdp2 (torchtitan)", "megatron-fsdp pp2 (nemo 25.04)",
+                                  "zero3 deepspeed a100 m4"])
+def test_simai_names_the_forward_gathers(name):
+    """ZeRO-3 / FSDP: SimAI has data-parallel collectives only in weight-gradient phases; the
+    line gives the first stage's forward gather bytes (those the Chakra export writes beside
+    the units) and the wait the simulation charged."""
+    builder, _ = trace_nodes(_cfg(name))
+    stage0 = [p for p in builder.nodes[0] if p.stream == GATHER_STREAM]
+    lines = [s for s in _limits(name) if "FSDP unit all-gathers" in s]
+    assert len(lines) == 1
+    assert f"({sum(p.comm.bytes for p in stage0) / 1e6:.1f} MB a step)" in lines[0]
+
+
+def test_simai_names_groups_it_lacks():
+    assert any("'embd'" in s for s in _limits("tied embeddings pp2"))
+    assert any("'cp'" in s for s in _limits("tp-sp-cp-pp-vpp"))
+
+
+@pytest.mark.parametrize("name", ["zero1 (distributed optimizer)", "moe ep4 pp2",
+                                  "deepspeed pp2 zero1", "zero3 deepspeed per-parameter gathers"])
+def test_simai_rows_that_block_as_simulated_have_no_blocking_line(name):
+    """Where the rows block on what the simulation blocks on, no line says otherwise (the
+    DualPipe / combined 1F1B lines come from a real difference)."""
+    assert not any("the rows block on" in s for s in _limits(name))
+
+
+def test_write_simai_warns_each_line(tmp_path):
+    from trainsim.interop.simai import write_simai
+    from trainsim.interop.simai_limits import SimAIApproximation
+
+    cfg = _cfg("moe ep8 dualpipe")
+    with pytest.warns(SimAIApproximation) as got:
+        write_simai(cfg, tmp_path / "w.txt")
+    assert [str(w.message) for w in got if w.category is SimAIApproximation] == \
+        _limits("moe ep8 dualpipe")

@@ -179,13 +179,14 @@ def first_stage_collectives(cfg: RunConfig, layer_source: LayerSource | None = N
     return builder.sharded, out
 
 
-def audit_simai(cfg: RunConfig, layer_source: LayerSource | None = None
-                ) -> dict[str, tuple[float, float]]:
+def audit_simai(cfg: RunConfig, layer_source: LayerSource | None = None,
+                rows: list | None = None) -> dict[str, tuple[float, float]]:
     """(simulated, written) bytes of each SimAI communication (``ALLGATHER``, ``ALLREDUCE_EP``,
     ...; ``dp:``/``mp:`` for the weight-gradient rows' data-parallel groups and the forward /
     input-gradient rows' model-parallel ones) over one iteration of the first stage's
     representative rank; the simulation's collectives SimAI has no group for (CP's, the tied
-    embedding's, HSDP's replicas) under their own names."""
+    embedding's, HSDP's replicas) under their own names. ``rows``: the SimAI rows, where
+    written already (else ``simai_rows``)."""
     from trainsim.interop.simai import KINDS, simai_rows
 
     sim: dict[str, float] = defaultdict(float)
@@ -200,7 +201,7 @@ def audit_simai(cfg: RunConfig, layer_source: LayerSource | None = None
         else:
             sim[f"{kind} over {group}"] += op.bytes * n
     written: dict[str, float] = defaultdict(float)
-    for row in simai_rows(cfg, layer_source):
+    for row in rows if rows is not None else simai_rows(cfg, layer_source):
         for phase, (_, kind, size) in (("mp", row.fwd), ("mp", row.ig), ("dp", row.wg)):
             if kind != "NONE":
                 written[f"{phase}:{kind}"] += size

@@ -33,6 +33,7 @@ each micro-batch instead (``_every_backward_rows``).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -285,10 +286,16 @@ def header(cfg: RunConfig) -> str:
 
 def write_simai(cfg: RunConfig, path: str | Path, layer_source: LayerSource | None = None
                 ) -> int:
-    """Write the SimAI workload of ``cfg``; returns the number of rows."""
+    """Write the SimAI workload of ``cfg``; returns the number of rows. Warns
+    (``simai_limits.SimAIApproximation``) with one line for each thing of the simulated run
+    the file cannot state (export60)."""
+    from trainsim.interop.simai_limits import SimAIApproximation, simai_limits
+
     rows = simai_rows(cfg, layer_source)
     write_output(path, "\n".join([header(cfg), str(len(rows))] + [r.line() for r in rows])
                           + "\n")
+    for line in simai_limits(cfg, layer_source, rows):
+        warnings.warn(line, SimAIApproximation, stacklevel=2)
     return len(rows)
 
 
