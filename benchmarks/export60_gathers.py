@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from export59_audit import A100, CONFIGS, SMALL
 
 MORE: dict[str, dict] = {}
-"""Sharded runs of several micro-batches (export59's configs run one per rank)."""
+"""Sharded runs of several micro-batches (export59's configs run one per rank), the combined
+1F1B's pairs, DualPipe beside TP's blocking collectives."""
 _d = copy.deepcopy(CONFIGS["fsdp2 (torchtitan)"])
 _d["training"]["global_batch_size"] = 64
 MORE["fsdp2 (torchtitan) m4"] = _d
@@ -37,6 +38,13 @@ _d = copy.deepcopy(CONFIGS["zero3 deepspeed"])
 _d["training"]["global_batch_size"] = 64
 _d["cluster"] = A100
 MORE["zero3 deepspeed a100 m4"] = _d
+_d = copy.deepcopy(CONFIGS["moe combined 1f1b (ep overlap)"])
+_d["training"]["global_batch_size"] = 64
+MORE["moe combined 1f1b (ep overlap) m4"] = _d
+_d = copy.deepcopy(CONFIGS["moe ep8 dualpipe"])
+_d["parallel"].update(tp=2, sequence_parallel=True)
+_d["cluster"] = {**_d["cluster"], "num_gpus": 32}
+MORE["moe ep8 dualpipe tp2"] = _d
 
 
 def _timed_replay_main(cfg, prefix):

@@ -55,7 +55,14 @@ from trainsim.interop.chakra_et import (  # noqa: F401  (re-exported)
     read_et,
     write_et,
 )
-from trainsim.interop.chakra_gathers import GATHER_STREAM, GatherWalk, plan
+from trainsim.interop.chakra_gathers import (
+    GATHER_STREAM,
+    POOL_STREAM,
+    GatherWalk,
+    Pool,
+    plan,
+    pool_of,
+)
 from trainsim.interop.chakra_groups import Layout
 from trainsim.interop.chakra_read import (  # noqa: F401  (re-exported)
     MAX_DURATION_MICROS,
@@ -80,6 +87,7 @@ class _RecordingPricer(Pricer):
     seg_op: dict[int, Op]
     noted: dict[int, tuple[Comm, ...]]
     walks: dict[int, tuple]
+    pools: dict[int, Pool]
     _keep: list[Any]
 
     def __init__(self, cfg: RunConfig) -> None:
@@ -113,6 +121,10 @@ class _RecordingPricer(Pricer):
             self._pricing -= 1
         for seg, op in zip(priced.segments, order):
             self.seg_op[id(seg)] = op
+        if self.cfg.parallel.moe_overlap_ep_comm and not self.blocking:
+            pool = pool_of(priced.segments, order, self.comm_time)
+            if pool is not None:  # keyed by its first segment's identity
+                self.pools[id(priced.segments[0])] = pool
         self._keep.append(priced)
         return priced
 
@@ -159,7 +171,7 @@ def _is_overlapped(op: Op | None, cfg: RunConfig) -> bool:
 
 def _recording() -> type[_RecordingPricer]:
     """A class of recording pricers whose instances share one set of records."""
-    return type("_Recording", (_RecordingPricer,), {"seg_op": {}, "noted": {}, "walks": {},
+    return type("_Recording", (_RecordingPricer,), {"seg_op": {}, "noted": {}, "walks": {}, "pools": {},
                                                   "_keep": []})
 
 
@@ -337,6 +349,22 @@ class _Builder:
         return self._collectives(stage, f"{label}: FSDP unit {u} all-gather", GATHER_STREAM,
                                  ops, sum(map(self.pricer.comm_time, ops)), issue)
 
+    def _pools(self, segs: list) -> dict[int, Pool]:
+        """Where in a pass's segments each op list priced with pooled expert exchanges
+        begins (``chakra_gathers.Pool``, matched by the segments' identities)."""
+        out: dict[int, Pool] = {}
+        j = 0
+        while j < len(segs):
+            pool = self.pricer.pools.get(id(segs[j]))
+            n = len(pool.segments) if pool is not None else 0
+            if pool is not None and j + n <= len(segs) and \
+                    all(a is b for a, b in zip(segs[j:j + n], pool.segments)):
+                out[j] = pool
+                j += n
+            else:
+                j += 1
+        return out
+
     def _segments(self, i: int, t: Task, deps: list[int]) -> int:
         stage, stream = t.stream
         segs = list(t.detail.segments)  # type: ignore[attr-defined]
@@ -385,9 +413,39 @@ class _Builder:
                     head = [last]
                 walk = None
 
+        pools = self._pools(segs)  # list start -> its pooled expert exchanges (export60)
+        joins: dict[int, tuple[int, Pool]] = {}  # list end -> (the branch's last node, pool)
+        skip: set[int] = set()
+
+        def join_at(k: int) -> None:
+            """The end of a list whose pooled exchanges ran beside it: wait for them, then
+            the SMs they held."""
+            nonlocal head, last
+            if k not in joins:
+                return
+            flush()
+            branch, pool = joins.pop(k)
+            last = self.add(stage, f"{t.label}: expert exchanges" + (
+                " (SM contention)" if pool.contention_s > 0 else " joined"), COMP_NODE, stream,
+                pool.contention_s, head + [branch])
+            head = [last]
+
         k = 0
         while k < len(segs):
+            join_at(k)
             walk_to(k)
+            if k in pools:  # the list's exchanges on their own stream, from its start
+                flush()
+                pool = pools[k]
+                prev = self.last_on_stream.get((stage, stream))
+                joins[k + len(pool.segments)] = (self._collectives(
+                    stage, f"{t.label}: pooled expert exchanges", POOL_STREAM, pool.ops,
+                    sum(map(self.pricer.comm_time, pool.ops)),
+                    head + ([prev] if prev is not None else [])), pool)
+                skip.update(range(k + pool.first, k + pool.first + len(pool.ops)))
+            if k in skip:
+                k += 1
+                continue
             seg = segs[k]
             cat, dur, name = seg
             op = self.pricer.seg_op.get(id(seg))
@@ -445,6 +503,7 @@ class _Builder:
                 last = self.add(stage, f"{t.label}: {name}", COMM_COLL_NODE, stream, dur, head)
             head = [last]
             k += 1
+        join_at(len(segs))
         walk_to(len(segs))
         flush()
         if last is None and not (send_s and i in self.consumers):  # an empty pass

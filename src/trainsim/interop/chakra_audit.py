@@ -61,8 +61,9 @@ class Audit:
     exposed_only: list[str] = field(default_factory=list)
     """Collective nodes written with only the seconds the simulation exposed of them
     (``trainsim.exposed_only``): a replay that times collectives itself blocks for the whole
-    collective there (export60: FSDP's forward gathers no longer; DualPipe's paired expert
-    exchanges still). Not counted in :attr:`clean`: their bytes and kind are right."""
+    collective there (until export60: FSDP's forward gathers, DualPipe's paired expert
+    exchanges; none in benchmarks/export60_gathers.py's configs now). Not counted in
+    :attr:`clean`: their bytes and kind are right."""
     all_ranks: dict[str, float] = field(default_factory=dict)
     """The simulation's collective bytes by type over every rank (what
     ``chakra_read.comm_bytes`` reads back of a whole export)."""

@@ -83,3 +83,48 @@ def plan(segs: list, k: int, walk: tuple, comm_time: Callable[[Comm], float],
     for u, s in enumerate(starts):
         by_index.setdefault(at + s, []).append(u)
     return GatherWalk(by_index, at + n, [tuple(unit) for unit in units], contention)
+
+
+POOL_STREAM = "ep_pooled"
+"""The stream an op list's pooled expert exchanges are written on (``moe_overlap_ep_comm``)."""
+
+
+@dataclass
+class Pool:
+    """An op list's pooled expert exchanges (``Pricer.price_ops`` under
+    ``moe_overlap_ep_comm``: DualPipe's pairs, the overlapped 1F1B): run one after another on
+    their own stream beside the list's whole compute, exposed past its compute (and host
+    wait), and slowing the compute by the SMs they hold."""
+
+    segments: tuple
+    """The list's priced segments (identities: where they sit in a pass)."""
+    first: int
+    """Index of the first pooled segment in ``segments`` (the pooled run, then any host wait)."""
+    ops: tuple[Comm, ...]
+    contention_s: float
+    """The pooled segments' seconds beyond the exchanges' exposed part."""
+
+
+def pool_of(segments: tuple, order: list, comm_time: Callable[[Comm], float]) -> Pool | None:
+    """The :class:`Pool` of a list priced with pooled exchanges (``segments`` and the op of
+    each, ``order``), where a replay of the branch gives the priced time exactly: the list's
+    blocking collectives (not in the compute the exchanges hide behind) are none, or the
+    exchanges end within the compute; None otherwise (written as before)."""
+    at = [j for j, op in enumerate(order) if isinstance(op, Comm) and op.group in ("ep", "etp")]
+    if not at or at != list(range(at[0], at[0] + len(at))):
+        return None
+    first, end = at[0], at[-1] + 1
+    rest = segments[end:]
+    if len(rest) > 1 or (rest and rest[0][0] != "host"):
+        return None
+    before = segments[:first]
+    compute = sum(s[1] for s in before if s[0] == "compute")
+    blocking = sum(s[1] for s in before if s[0] != "compute")
+    budget = compute + (rest[0][1] if rest else 0.0)
+    ops = tuple(order[j] for j in at)
+    full = sum(map(comm_time, ops))
+    if blocking > 0 and full > budget:
+        return None
+    exposed = max(0.0, full - budget)
+    return Pool(tuple(segments), first, ops,
+                max(0.0, sum(s[1] for s in segments[first:end]) - exposed))
