@@ -18,7 +18,9 @@ groups and peers):
   trainsim's engine releases the passes that wait for it;
 * ``ctrl_deps`` keep each stream's order (the node before on the same CUDA-stream-like queue),
   ``data_deps`` the task dependencies; a collective trainsim overlaps with the compute before
-  it (ring-attention KV exchange, TP overlap) is a branch beside that compute;
+  it (ring-attention KV exchange, TP overlap) is a branch beside that compute; so are a
+  forward's FSDP unit gathers and an op list's pooled expert exchanges (DualPipe's pairs), on
+  streams of their own (:mod:`trainsim.interop.chakra_gathers`);
 * ``comm_size`` follows nccl-tests: the full buffer of all-reduce, the gathered output of
   all-gather, the input of reduce-scatter, the bytes each rank sends in all-to-all;
 * ``duration_micros`` is trainsim's time in whole microseconds (the schema's unit), rounded so
@@ -55,14 +57,7 @@ from trainsim.interop.chakra_et import (  # noqa: F401  (re-exported)
     read_et,
     write_et,
 )
-from trainsim.interop.chakra_gathers import (
-    GATHER_STREAM,
-    POOL_STREAM,
-    GatherWalk,
-    Pool,
-    plan,
-    pool_of,
-)
+from trainsim.interop.chakra_gathers import GATHER_STREAM, POOL_STREAM, GatherWalk, Pool, plan
 from trainsim.interop.chakra_groups import Layout
 from trainsim.interop.chakra_read import (  # noqa: F401  (re-exported)
     MAX_DURATION_MICROS,
@@ -72,62 +67,12 @@ from trainsim.interop.chakra_read import (  # noqa: F401  (re-exported)
     tasks_from_chakra,
     trace_files,
 )
+from trainsim.interop.chakra_record import _recording, _RecordingPricer
 from trainsim.limits import EXPORT_FLAG, check, check_simulation
 from trainsim.simulator import LayerSource, Pricer, build_graph
 from trainsim.workload.ops import Comm, Op
 
 # -------------------------------------------------------------------------------- export
-
-class _RecordingPricer(Pricer):
-    """A Pricer that remembers which op each priced segment came from, and the collectives a
-    segment it did not price stands for (``note_ops``: FSDP's gather waits). One export's
-    pricers share their records (:func:`_recording`: DualPipe prices its pairs with a pricer
-    of its own, ``pipeline.pair_pricer``)."""
-
-    seg_op: dict[int, Op]
-    noted: dict[int, tuple[Comm, ...]]
-    walks: dict[int, tuple]
-    pools: dict[int, Pool]
-    _keep: list[Any]
-
-    def __init__(self, cfg: RunConfig) -> None:
-        super().__init__(cfg)
-        self.outside: list[Comm] = []  # comm_time calls not made by price(), in order
-        self._pricing = 0
-
-    def note_ops(self, segment: tuple, ops: list[Comm], walk: tuple | None = None) -> None:
-        self.noted[id(segment)] = tuple(ops)
-        if walk is not None:  # a forward's gather wait: (units, compute s, parts, root leads)
-            self.walks[id(segment)] = walk
-        self._keep.append(segment)
-
-    def ops_of(self, segment: tuple) -> tuple[Comm, ...]:
-        """The collectives of a communication segment, in order (none where it has none)."""
-        op = self.seg_op.get(id(segment))
-        if isinstance(op, Comm):
-            return (op,)
-        return self.noted.get(id(segment), ())
-
-    def comm_time(self, op: Comm) -> float:
-        if not self._pricing:
-            self.outside.append(op)
-        return super().comm_time(op)
-
-    def price(self, ops: list[Op]):
-        self._pricing += 1
-        try:
-            priced, order = self.price_ops(ops)
-        finally:
-            self._pricing -= 1
-        for seg, op in zip(priced.segments, order):
-            self.seg_op[id(seg)] = op
-        if self.cfg.parallel.moe_overlap_ep_comm and not self.blocking:
-            pool = pool_of(priced.segments, order, self.comm_time)
-            if pool is not None:  # keyed by its first segment's identity
-                self.pools[id(priced.segments[0])] = pool
-        self._keep.append(priced)
-        return priced
-
 
 @dataclass
 class _Proto:
@@ -167,12 +112,6 @@ def _is_overlapped(op: Op | None, cfg: RunConfig) -> bool:
     return isinstance(op, Comm) and (op.overlap_with_previous or (
         cfg.parallel.tp_comm_overlap and op.group == "tp" and not op.waited
         and op.in_tp_overlap))
-
-
-def _recording() -> type[_RecordingPricer]:
-    """A class of recording pricers whose instances share one set of records."""
-    return type("_Recording", (_RecordingPricer,), {"seg_op": {}, "noted": {}, "walks": {}, "pools": {},
-                                                  "_keep": []})
 
 
 def _split(ops: tuple[Comm, ...], seconds: float, pricer: Pricer) -> list[float]:
