@@ -1,10 +1,12 @@
 """What a SimAI workload file cannot state of the simulated run, one line each (export60).
 
-SimAI's rows (``aliyun/SimAI`` ``astra-sim-alibabacloud/astra-sim/workload/Workload.cc``: a
-row is a forward, an input-gradient and a weight-gradient phase, each a compute time then one
-collective that the rank waits for) have no overlap of a collective with compute, one pass
-kind per row (every micro-batch runs the same rows), groups for TP / EP / DP / DP-EP only, and
-data-parallel collectives only in the weight-gradient phase. :func:`simai_limits` compares
+SimAI's rows (aliyun/SimAI@0253299782 ``astra-sim-alibabacloud/astra-sim/workload/
+Workload.cc``, ``iterate_hybrid_parallel_Transformer_fwd_in_bckwd``: a row's forward waits for
+its compute, then issues its collective ``Blocking``; its input-gradient phase the same (LIFO,
+``Blocking``); its weight-gradient collective is issued ``Non_Blocking`` and the row's next
+forward waits for it) overlap no forward or input-gradient collective with compute, state one
+pass kind per row (every micro-batch runs the same rows), have groups for TP / EP / DP / DP-EP
+only, and data-parallel collectives only in the weight-gradient phase. :func:`simai_limits` compares
 the rows written with the simulation's own collectives on the first stage
 (``chakra_audit.audit_simai``) and its forward FSDP gathers, and says, with the figures,
 where the file departs from the simulation; ``write_simai`` warns with each line.
@@ -71,10 +73,11 @@ def simai_limits(cfg: RunConfig, layer_source: LayerSource | None = None,
     if forward is not None:
         nbytes, wait, hidden = forward
         out.append(f"SimAI: the forwards' FSDP unit all-gathers ({_mb(nbytes)} a step) are "
-                   "weight-gradient rows, run after each micro-batch's backward: SimAI has no "
-                   "collective in a forward's data-parallel group, so it cannot state their "
-                   f"prefetch one unit ahead (the simulation waits {wait * 1e3:.3f} ms for "
-                   f"them and hides {hidden * 1e3:.3f} ms behind the units' compute)")
+                   "weight-gradient rows, issued in the backward and waited for by the row's "
+                   "next forward: SimAI has no data-parallel collective in a forward, so it "
+                   f"cannot state their prefetch one unit ahead (the simulation waits "
+                   f"{wait * 1e3:.3f} ms for them and hides {hidden * 1e3:.3f} ms behind the "
+                   "units' compute)")
     return out
 
 
