@@ -208,3 +208,20 @@ def test_write_simai_warns_each_line(tmp_path):
         write_simai(cfg, tmp_path / "w.txt")
     assert [str(w.message) for w in got if w.category is SimAIApproximation] == \
         _limits("moe ep8 dualpipe")
+
+
+@pytest.mark.parametrize("schedule,vpp", [("GPipe", 1), ("ZBVZeroBubble", 2), ("DualPipeV", 2)])
+def test_torchtitan_schedules_with_fsdp_replay_to_the_simulated_iteration(schedule, vpp,
+                                                                          tmp_path):
+    """torchtitan's pipeline schedules beside FSDP2 (fsdppp60): the forward gathers are
+    branches (on the gather stream) wherever a pass holds a wait, and the timed replay of
+    the export is the simulated iteration."""
+    cfg = trainsim.load_run_config(
+        Path(__file__).resolve().parents[1] / "examples" / "llama3-8b-h100.yaml",
+        ["parallel.tp=1", "training.micro_batch_size=1", "training.global_batch_size=16",
+         "model.num_layers=8", "cluster.num_gpus=4", "parallel.pp=2",
+         f"parallel.pipeline_schedule={schedule}", f"parallel.vpp={vpp}",
+         "training.framework=torchtitan", "parallel.zero_stage=3"])
+    iteration, replay = timed_replay(cfg, tmp_path / "w")
+    assert replay == pytest.approx(iteration, rel=1e-6)
+    assert not audit_chakra(cfg).exposed_only
