@@ -18,8 +18,8 @@ one iteration          engine tasks: 2 x micro-batches x pp x vpp  TRAINSIM_MAX_
                        the steady-state shortcut, the same count
                        for each truncated run it may simulate;
                        and the memory estimate's schedule walk
-                       (not Megatron's 1F1B / interleaved, nor
-                       GPipe), 2 x its period's base length (or
+                       (not Megatron's 1F1B / interleaved,
+                       GPipe nor looped BFS), 2 x its period's base length (or
                        the micro-batches where none) x vpp x pp
                        positions / 20 (ZB-2p: + 2 searches x (8
                        variants x min(8 pp + 8, micro-batches) +
@@ -237,10 +237,10 @@ def check_replay(layers: int, steps: int, flag: str = "simulate --max-tasks N") 
 def walk_positions(cfg: RunConfig) -> float:
     """Schedule positions the memory estimate walks for every rank's in-flight peak
     (``workload.schedule.schedule_peak_in_flight``), 2 x micro-batches x vpp a rank: none for
-    Megatron's 1F1B / interleaved and GPipe (closed forms); for the named zero-bubble and
-    DualPipe schedules the order of ``workload.peak_period.peak_base`` micro-batches (the
-    iteration's own where no period is proven: DualPipe's odd counts, interleaved ZB's short
-    last group); for zb_2p its settled base (``pipeline_schedules.equal_zb_2p_peak_orders``:
+    Megatron's 1F1B / interleaved, GPipe and looped BFS (closed forms; looped BFS's
+    ``pipeline_schedules_bfs.looped_bfs_peak``); for the named zero-bubble and DualPipe
+    schedules the order of ``workload.peak_period.peak_base`` micro-batches (the iteration's
+    own where no period is proven: DualPipe's odd counts, interleaved ZB's short last group); for zb_2p its settled base (``pipeline_schedules.equal_zb_2p_peak_orders``:
     from where the equal-times search settles, at most its first probe, plus under a period's
     rounds: at most twice the probe; a search that does not settle walks the iteration's
     order, whose building :func:`check_zb_search` counts as it runs, at more a position)."""
@@ -248,7 +248,7 @@ def walk_positions(cfg: RunConfig) -> float:
 
     p, m = cfg.parallel, cfg.num_microbatches
     name = p.pipeline_schedule
-    if name in (None, "1f1b", "interleaved_1f1b", "gpipe"):
+    if name in (None, "1f1b", "interleaved_1f1b", "gpipe", "looped_bfs"):
         return 0.0
     base = min(m, 2 * zb_first_probe(p.pp)) if name == "zb_2p" else peak_base(name, p.pp, m)
     return 2.0 * base * p.vpp * p.pp

@@ -76,6 +76,8 @@ from trainsim.pricing import Pricer
 from trainsim.simulator import LayerSource, _TaskGraph, build_graph
 from trainsim.steady_affine import affine_plan, run_affine
 from trainsim.steady_affine import counterparts as _counterparts
+from trainsim.steady_bfs import bfs_proven
+from trainsim.steady_bfs import least_length as bfs_least
 from trainsim.steady_decay import one_mode, spaced_evenly, too_slow
 from trainsim.steady_gpipe import gpipe_proven, two_run_summary
 from trainsim.steady_one_run import _grid_one_run, _one_run, _one_run_summary  # noqa: F401
@@ -140,16 +142,18 @@ def plan(cfg: RunConfig) -> tuple[Plan | None, str]:
     """The first pair of truncated runs to try for ``cfg``, or None and why the shortcut does
     not apply (then every micro-batch is simulated)."""
     p = cfg.parallel
-    if p.pipeline_schedule not in MEGATRON + NAMED + ("gpipe", "zb_2p"):
+    if p.pipeline_schedule not in MEGATRON + NAMED + ("gpipe", "zb_2p", "looped_bfs"):
         return None, f"pipeline schedule {p.pipeline_schedule} has no periodic shortcut"
     m, pp, vpp = cfg.num_microbatches, p.pp, p.vpp
     passes = pass_tasks(cfg)  # a split backward (ZeRO-3 / FSDP) counts its tasks
     if passes < MIN_TASKS:
         return None, f"short iteration ({passes:,.0f} pass tasks < {MIN_TASKS:,})"
-    if p.pipeline_schedule in ("gpipe", "zb_2p"):
-        # GPipe: a forward and a backward phase of 2 pp each; zb_2p: its search settles from
-        # ~5.5 pp micro-batches on (``zb_search.settle``; _extrapolate checks it)
-        m_a = max(2 * pp, 3) if p.pipeline_schedule == "gpipe" else 8 * pp
+    if p.pipeline_schedule in ("gpipe", "zb_2p", "looped_bfs"):
+        # GPipe: a forward and a backward phase of 2 pp each; looped BFS: each chunk's runs
+        # too (steady_bfs); zb_2p: its search settles from ~5.5 pp micro-batches on
+        # (``zb_search.settle``; _extrapolate checks it)
+        m_a = {"gpipe": max(2 * pp, 3), "looped_bfs": bfs_least(pp, vpp)}.get(
+            p.pipeline_schedule, 8 * pp)
         if 2 * (m_a + 1) > m:
             return None, (f"{m:,} micro-batches: the truncated runs ({m_a:,} and {m_a + 1:,}) "
                           "would cost half the full simulation or more")
@@ -466,12 +470,13 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     # the cut in each stage's schedule positions: after its warm-up, ``cut`` pairs in
     group, name = microbatch_group(cfg), p.pipeline_schedule
     earlier = runs.pop(m_a, None)
-    if name == "gpipe":  # two phases, paces per stream (steady_gpipe)
+    if name in ("gpipe", "looped_bfs"):  # two phases, paces per stream (steady_gpipe, _bfs)
         gb = build_graph(cfg, pricer, layer_source, m_a + 1)
         tb = run(gb.tasks)
         ga, ta = earlier[:2] if earlier else (build_graph(cfg, pricer, layer_source, m_a), None)
         ta = ta or run(ga.tasks)
-        if not gpipe_proven(ta, tb, ga.tags, gb.tags, m_a):
+        if not (gpipe_proven(ta, tb, ga.tags, gb.tags, m_a) if name == "gpipe" else
+                bfs_proven(ta, tb, ga.tags, gb.tags, m_a, vpp)):
             runs.clear()
             runs[m_a + 1] = (gb, tb, None)
             return None, "", 0
