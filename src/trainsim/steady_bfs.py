@@ -231,32 +231,75 @@ def bfs_proven(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[int],
         return False  # a backward task moving earlier than the forward phase's end
     sigma = np.where(forward, sf, slope_t0 + sbk)  # per period inserted, from time 0
     tau = np.where(forward, tf, tbk)
-    return _contention_holds(tb, cls, sigma, tau, tol)
+    return _contention_holds(ta, tb, j, cls, sigma, tau, tol)
 
 
-def _contention_holds(tb: Timeline, cls: np.ndarray, sigma: np.ndarray, tau: np.ndarray,
-                      tol: float) -> bool:
-    """Whether every task that slows a stream slows the same tasks at the same offsets in every
-    G_k (module docstring): a plain slowing task, every task of the slowed stream before it,
-    after it, or overlapping it and moving with it, in every G_k."""
-    start, end = np.asarray(tb.start_s), np.asarray(tb.end_s)
+def _contention_holds(ta: Timeline, tb: Timeline, j: np.ndarray, cls: np.ndarray,
+                      sigma: np.ndarray, tau: np.ndarray, tol: float) -> bool:
+    """Whether every task that slows a stream slows, in every G_k, each task of that stream as
+    it slows the task's representative in B (module docstring): pair by pair of *families* (a
+    plain task, or a period's copies ``j = 0..k``, whose instance ``(k, j)`` runs at A's times
+    plus ``k sigma + j tau``), either never overlapping in any G_k, or moving together so that
+    each instance overlaps exactly what its representative does, at the same offsets."""
+    start_a, end_a = np.asarray(ta.start_s)[j], np.asarray(ta.end_s)[j]  # each family's in A
+    family = cls != COPY1  # a family's B task: a plain task or copy 0
     queues = {stream: np.asarray(q, dtype=np.int64) for stream, q in tb.queues.items()}
-    for y in (i for i, t in enumerate(tb.tasks) if t.slows is not None):
+    for y in (i for i, t in enumerate(tb.tasks) if t.slows is not None and family[i]):
         xs = queues.get(tb.tasks[y].slows[0])
-        if xs is None or not len(xs):
-            continue
-        if cls[y] != PLAIN:
-            return False  # a slowing copy: contention inside the periods
-        sy = sigma[y]
-        one = np.where(cls[xs] == COPY1, sigma[xs] + tau[xs], sigma[xs])  # copies' other pace
-        before = end[xs] <= start[y] + tol
-        after = start[xs] >= end[y] - tol
-        ok = np.where(before, (sigma[xs] <= sy + tol) & (one <= sy + tol),
-                      np.where(after, (sigma[xs] >= sy - tol) & (one >= sy - tol),
-                               (cls[xs] == PLAIN) & (np.abs(sigma[xs] - sy) <= tol)))
-        if not ok.all():
+        if xs is not None and len(xs) and not _pairs_hold(
+                xs[family[xs]], y, start_a, end_a, cls == COPY0, sigma, tau, tol):
             return False
     return True
+
+
+def _pairs_hold(xs: np.ndarray, y: int, start_a: np.ndarray, end_a: np.ndarray,
+                copies: np.ndarray, sigma: np.ndarray, tau: np.ndarray, tol: float) -> bool:
+    """:func:`_contention_holds` for slowing family ``y`` against the families ``xs`` of the
+    stream it slows (``copies``: which families are a period's)."""
+    sx, tx, cx = sigma[xs], np.where(copies[xs], tau[xs], 0.0), copies[xs]
+    sy, ty, cy = sigma[y], tau[y] if copies[y] else 0.0, bool(copies[y])
+
+    def over(kx: float, jx: float, ky: float, jy: float) -> np.ndarray:
+        """Whether x's instance (kx, jx) and y's (ky, jy) overlap, per x."""
+        dx, dy = kx * sx + jx * tx, ky * sy + jy * ty
+        return (start_a[xs] + dx < end_a[y] + dy - tol) & (end_a[xs] + dx > start_a[y] + dy + tol)
+
+    def before(kx: float, jx: float, ky: float, jy: float) -> np.ndarray:
+        """Whether x's instance ends before y's starts, per x."""
+        return end_a[xs] + kx * sx + jx * tx <= start_a[y] + ky * sy + jy * ty + tol
+
+    def after(kx: float, jx: float, ky: float, jy: float) -> np.ndarray:
+        return start_a[xs] + kx * sx + jx * tx >= end_a[y] + ky * sy + jy * ty - tol
+
+    # B's instances: (k, j) = (1, 0) and, a period's, (1, 1)
+    o00 = over(1, 0, 1, 0)
+    o10 = over(1, 1, 1, 0) & cx
+    o01 = over(1, 0, 1, 1) & cy
+    o11 = over(1, 1, 1, 1) & cx & cy
+    any_over = o00 | o10 | o01 | o11
+    # never overlapping: every instance of x before (after) every one of y, in every G_k
+    hi_x, lo_x = np.maximum(sx, sx + tx), np.minimum(sx, sx + tx)
+    hi_y, lo_y = max(sy, sy + ty), min(sy, sy + ty)
+    all_before = before(1, 0, 1, 0) & before(1, 1, 1, 0) & (before(1, 0, 1, 1) | ~cy) & \
+        before(1, 1, 1, 1) & (hi_x <= lo_y + tol)
+    all_after = after(1, 0, 1, 0) & after(1, 1, 1, 0) & (after(1, 0, 1, 1) | ~cy) & \
+        after(1, 1, 1, 1) & (lo_x >= hi_y - tol)
+    apart = ~any_over & (all_before | all_after)
+    same = np.abs(sx - sy) <= tol
+    if not cy:  # y plain: x plain at its pace; a period's copy 0 at its pace, copy 1 apart
+        together = np.where(cx, same & ~o10 & (tx > tol) & after(1, 2, 1, 0), same)
+        return bool(np.all(apart | together))
+    if not ty > tol:
+        return bool(np.all(apart))
+    # y a period's: x plain before its copies (at copy 0's pace, copy 2 after x) or after them
+    # (at the last copy's, copy k - 2 before x); a period's at one pace, copy d = -1 apart and
+    # copies two apart on their own sides
+    lead = same & before(1, 0, 1, 2)
+    trail = (np.abs(sx - sy - ty) <= tol) & after(2, 0, 2, 0)
+    rigid = same & (np.abs(tx - ty) <= tol) & ~over(1, 0, 1, 1) & after(1, 2, 1, 0) & \
+        before(1, 0, 1, 2)
+    together = np.where(cx, rigid, lead | trail)
+    return bool(np.all(apart | together))
 
 
 __all__ = ["bfs_proven", "least_length"]
