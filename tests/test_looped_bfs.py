@@ -235,13 +235,19 @@ def test_search_offers_it_at_any_chunk_count_and_refuses_it_under_megatron():
         SearchSpace(schedules=("looped_bfs",)).held_by(base)
 
 
-def test_steady_state_shortcut_falls_back_to_the_full_simulation():
-    """No period is proven for it: the shortcut says so and the whole iteration is simulated."""
+def test_steady_state_shortcut_takes_it_exactly():
+    """The periodic shortcut (``steady_bfs``: a period in every chunk's run) proves it from two
+    truncated runs, within 1e-9 of the whole iteration simulated (tests/test_steady_bfs.py)."""
+    from helpers import assert_same_simulation
+
     from trainsim.steady_state import plan
 
-    cfg = _cfg("training.global_batch_size=512")
+    cfg = _cfg("training.global_batch_size=512", "training.framework=torchtitan")
     found, why = plan(cfg)
-    assert found is None and "looped_bfs has no periodic shortcut" in why
+    assert found is not None and found.m_a == 4 and why == ""
+    fast = trainsim.simulate(cfg)
+    assert fast.simulation["method"] == "steady-state", fast.simulation
+    assert_same_simulation(fast, trainsim.simulate(cfg, keep_timeline=True))
 
 
 def test_search_schedule_bound_stays_below_the_simulation():
