@@ -38,13 +38,19 @@ image (a plain task waiting on a copy 0, a copy on a plain task that is not plac
 passes and that copy 0 does not wait on too, as a chunk's backwards all wait on the reduction
 before them) are refused.
 
-Contention (a task slowing a stream: an overlapped send, a data-parallel collective beside the
-backwards, FSDP's gathers) is accepted where the slowing task is plain and every task of the
-stream it slows keeps its place against it in every G_k: one that ends before it starts (or
-starts after it ends) in B does so for every ``k`` and ``j`` (its coefficients no larger, or no
-smaller, than the slowing task's), and one it overlaps is plain and moves with it (the same
-``sigma``); then each slowed task runs beside the same slowing tasks at the same offsets in
-every G_k as in B. A slowing copy is refused. Anything refused is simulated in full.
+Contention (a task slowing a stream: an overlapped send slowing the next pass, a
+data-parallel collective beside the backwards, FSDP's gathers) is proven pair by pair of
+*families* (a plain task, or a period's copies ``0..k``) of a slowing task and the stream it
+slows (:func:`_contention_holds`): either no instance of one overlaps one of the other in any
+G_k (all before or all after, their coefficients ordered), or they move together so that every
+instance overlaps exactly what its representative in B overlaps, at the same offsets: two
+plain tasks at one ``sigma``; a plain task slowed by a period's copies either before them
+(copy 0's ``sigma``, copy 2 past it) or after them (the last copy's pace, copy ``k - 2`` short
+of it); a period's copy 0 slowed by a plain task at its ``sigma`` (copy 1 apart, copy 2 past
+it); two periods at one ``sigma`` and ``tau`` with copy ``j`` beside the other's ``j`` and
+``j - 1`` only (a send slowing the next pass). Then each task of G_k runs beside the same
+slowing tasks at the same offsets as its representative, and the induction holds. Anything
+else is refused: simulated in full.
 """
 
 from __future__ import annotations

@@ -47,7 +47,8 @@ transient outlasting the search's, from the first length past it
 (:func:`trainsim.steady_zb2p.past_transient`); an attempt whose B shows its timeline still in
 the transient at the cut (its periods there not one shift apart,
 ``steady_decay.spaced_evenly``) stops before A is run. GPipe runs two phases
-whose stages keep paces of their own (:mod:`trainsim.steady_gpipe`). Where no period repeats
+whose stages keep paces of their own (:mod:`trainsim.steady_gpipe`); torch's looped BFS too,
+with a period in each chunk's run of passes (:mod:`trainsim.steady_bfs`). Where no period repeats
 within the truncated runs, longer runs are tried, and else :func:`steady_summary` returns None
 and the caller simulates every micro-batch. Small iterations are simulated in full.
 
