@@ -331,8 +331,8 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
             m_a = past_transient(cfg, pricer, layer_source, tries[0].m_a, None, tries[0].q)
             if m_a is not None:
                 tries = _ladder(cfg, Plan(m_a, tries[0].q, 0, 1))
-            else:
-                tries += _late_alone(cfg, pricer, layer_source, tries)
+            else:  # the replay's transient past every rung: B alone past it, not the rungs
+                tries = _late_alone(cfg, pricer, layer_source, tries) or tries
     while tries:
         current = tries.pop(0)
         spent += _tasks(cfg, current) if not current.alone else simulation_tasks(
@@ -401,18 +401,18 @@ def _zb2p_tries(cfg: RunConfig, tries: list[Plan], settles: int | None, rounds: 
 def _late_alone(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
                 tries: list[Plan]) -> list[Plan]:
     """zb_2p's attempt of B alone past a transient that the replay (:func:`past_transient`,
-    up to one period short of the iteration) ends past half the iteration, after ``tries``
-    (none of their B's past it): A against B would cost more than the full simulation, B alone
-    less, and its one-run proofs decide (settle59: #45, #61 and #165 of tests/test_steady_zb2p.py's
-    200, transients ending at 251 of 465, 99 of 175, 217 of 405 micro-batches). Only where all
-    the runs together, the ladder's and this B, stay within twice the iteration (the ladder's
-    budget, :func:`_ladder`); none where the replay does not settle by then."""
+    up to one period short of the iteration) ends past half the iteration, in place of
+    ``tries`` (the ladder's rungs, every B of which ends inside that transient): A against B
+    would cost more than the full simulation, B alone less, and its one-run proofs decide
+    (settle59: #45, #61 and #165 of tests/test_steady_zb2p.py's 200, transients ending at 251
+    of 465, 99 of 175, 217 of 405 micro-batches). settle59 ran the rungs first (each failing,
+    still in the transient: settle59 Lead 5); now B alone is the one run. None where the
+    replay does not settle by then."""
     m, q = cfg.num_microbatches, tries[0].q
     late = past_transient(cfg, pricer, layer_source, tries[0].m_a, m - 2 * q, q)
     if late is None or 2 * (late + q) <= m:
         return []
-    alone = Plan(late, q, 0, 1, alone=True)
-    return [alone] if _runs_cost(tries + [alone]) <= 2 * m else []
+    return [Plan(late, q, 0, 1, alone=True)]
 
 
 def _one_mode(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
