@@ -7,10 +7,10 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from helpers import assert_same_simulation, pipelined_configs
+from helpers import assert_same_simulation, counted_graphs, pipelined_configs
 
 import trainsim.steady_state as steady
-from trainsim import simulate
+from trainsim import run_config_from_dict, simulate
 from trainsim.engine import Task, Timeline
 from trainsim.steady_gpipe import _Rigid
 
@@ -130,3 +130,24 @@ def test_a_deviation_contention_could_widen_is_refused():
     proof, at = _rigid(_STEADY, _KINDS, dev={"x1'": 1e-12})
     assert not proof.holds(at["y1"])
     assert _rigid(_STEADY, _KINDS, dev={"x1'": 1e-16})[0].holds(at["y1"])
+
+
+def test_pp64_gpipe_costs_two_short_runs_whatever_its_micro_batches():
+    """settle60 (issue 21 item 2): GPipe's first truncated runs are 3 and 4 micro-batches, not
+    2 pp and 2 pp + 1 (128 and 129 at pp 64): PP64 at 2,048 and 16,384 micro-batches builds
+    the same two graphs and is proven on them."""
+    def cfg(m: int):
+        return run_config_from_dict({
+            "model": {"hidden_size": 256, "num_layers": 64, "num_attention_heads": 4,
+                      "vocab_size": 1024},
+            "parallel": {"pp": 64, "pipeline_schedule": "gpipe"},
+            "training": {"global_batch_size": m, "seq_length": 256},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 64, "gpus_per_node": 8,
+                        "compute_db": None}})
+    built = []
+    for m in (2048, 16_384):
+        with counted_graphs() as graphs:
+            result = simulate(cfg(m))
+        assert "truncated runs of 3 and 4 micro-batches" in result.simulation["reason"]
+        built.append(graphs)
+    assert built[0] == built[1] and len(built[0]) == 2

@@ -114,8 +114,9 @@ def test_dualpipe_per_direction_labels():
 
 def test_zb_2p_and_gpipe_plan_truncated_runs():
     """zb_2p (an order searched on the priced pass times, ``test_steady_zb2p``) and GPipe (two
-    phases, ``test_steady_gpipe``) plan truncated runs too: 8 pp and 2 pp micro-batches."""
-    for name, m_a in (("zb_2p", 32), ("gpipe", 8)):
+    phases, ``test_steady_gpipe``) plan truncated runs too: 8 pp and 3 micro-batches (GPipe:
+    2 pp before settle60)."""
+    for name, m_a in (("zb_2p", 32), ("gpipe", 3)):
         cfg = run_config_from_dict({
             "model": {"name": "tiny", "hidden_size": 1024, "num_layers": 8,
                       "num_attention_heads": 16, "vocab_size": 32000},
