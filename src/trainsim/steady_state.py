@@ -150,9 +150,10 @@ def plan(cfg: RunConfig) -> tuple[Plan | None, str]:
     if passes < MIN_TASKS:
         return None, f"short iteration ({passes:,.0f} pass tasks < {MIN_TASKS:,})"
     if p.pipeline_schedule in ("gpipe", "zb_2p", "looped_bfs"):
-        # GPipe: 3, its backward period apart from the first backward and the last (settle60:
-        # 2 pp before; every stage keeps its own pace, so its periods need no full pipeline:
-        # 191 of tests/test_steady_gpipe.py's 200 configs proven at 3, the rest at 10);
+        # GPipe: 3, its backward period apart from the first backward and the last, then the
+        # ladder from 2 pp (settle60: 2 pp alone before; every stage keeps its own pace, so
+        # its periods need no full pipeline: 191 of tests/test_steady_gpipe.py's 200 configs
+        # proven at 3, ``_ladder``);
         # looped BFS: each chunk's runs too (steady_bfs); zb_2p: its search settles from
         # ~5.5 pp micro-batches on (``zb_search.settle``; _extrapolate checks it)
         m_a = {"gpipe": 3, "looped_bfs": bfs_least(pp, vpp)}.get(p.pipeline_schedule, 8 * pp)
@@ -236,9 +237,16 @@ def attempts(cfg: RunConfig) -> list[Plan]:
 
 
 def _ladder(cfg: RunConfig, first: Plan | None) -> list[Plan]:
-    """:func:`attempts` from ``plan(cfg)``'s first pair (None: no shortcut)."""
+    """:func:`attempts` from ``plan(cfg)``'s first pair (None: no shortcut). GPipe's first
+    pair (3 and 4 micro-batches) goes before the ladder from 2 pp, which keeps its own budget
+    (settle60: most configs prove at 3, the rest where they proved before; 7 micro-batches
+    more at most)."""
     if first is None:
         return []
+    pp = cfg.parallel.pp
+    if cfg.parallel.pipeline_schedule == "gpipe" and first.m_a < 2 * pp:
+        rest = _ladder(cfg, Plan(2 * pp, first.q, first.cut, first.unit))
+        return [first] * (2 * (first.m_a + first.q) <= cfg.num_microbatches) + rest
     m, out, extra = cfg.num_microbatches, [], 0
     while True:
         current = Plan(first.m_a + extra * first.q, first.q, first.cut + extra * first.unit,
