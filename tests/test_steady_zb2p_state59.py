@@ -166,6 +166,8 @@ def test_the_ladder_counts_a_reused_run_once():
     now fits the budget of twice the iteration (580)."""
     from types import SimpleNamespace
 
-    ladder = steady._ladder(SimpleNamespace(num_microbatches=290), steady.Plan(5, 1, 3, 1))
+    cfg = SimpleNamespace(num_microbatches=290,  # the ladder reads the schedule (GPipe's first)
+                          parallel=SimpleNamespace(pp=4, pipeline_schedule="1f1b"))
+    ladder = steady._ladder(cfg, steady.Plan(5, 1, 3, 1))
     assert [p.m_a for p in ladder] == [5, 6, 8, 12, 20, 36, 68, 132]
     assert [p.cut for p in ladder][:3] == [3, 4, 6]
