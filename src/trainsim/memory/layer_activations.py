@@ -23,6 +23,7 @@ from trainsim.memory.saved_inputs import E5M6_SAVED_BYTES, gemm_input_bytes
 from trainsim.memory.scores import score_bytes
 from trainsim.memory.te_spec import input_norm_fused, pre_mlp_norm_fused, qkv_copies
 from trainsim.model.mamba import in_proj_width, inner
+from trainsim.workload.hf_activations import saved_bytes_per_element
 from trainsim.workload.moe_block import titan_style
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.recompute import per_op_sac_reruns_attention, per_op_sac_saves_no_gemm
@@ -290,7 +291,20 @@ def _inner_bytes(cfg: RunConfig, width: float) -> float:
     if cfg.model.activation == "swiglu":
         a = 1.0 if cfg.training.activation_func_fp8_input_store else 2.0
         return a * 2 * width + x * width
-    return 2 * width + x * width
+    return _gelu_saved_bytes(cfg) * width + x * width
+
+
+def _gelu_saved_bytes(cfg: RunConfig) -> float:
+    """Bytes a GELU keeps per element of its input: the fused kernel's 16-bit input, or, where
+    the run prices a Hugging Face ``hidden_act`` as its eager chain (the model's own modules,
+    not compiled: ``workload.layers``' MLP), the tensors that chain's autograd saves
+    (``workload.hf_activations.saved_bytes_per_element``: ``gelu_new`` under a plain PyTorch
+    loop's autocast 14 bytes, its fp32 ``pow`` input, tanh output and ``1 + tanh``)."""
+    t, p = cfg.training, cfg.parallel
+    if cfg.model.hidden_act is None or t.modules != "eager" or t.compile:
+        return 2.0
+    return saved_bytes_per_element(cfg.model.hidden_act,
+                                   p.data_parallel_impl == "ddp" and t.dtype != "fp8")
 
 
 def _moe_recv(cfg: RunConfig) -> float:

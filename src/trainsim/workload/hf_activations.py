@@ -31,6 +31,17 @@ next GEMM's autocast (one more), whose gradient is cast up again in the backward
 engine also casts each fp32 gradient reaching a 16-bit input down: ten kernels forward and
 fifteen backward for the ``pow`` formulas. The other formulas have no op on the list.
 
+What autograd keeps for the backward: each op saves what its derivative formula
+reads (derivatives.yaml): ``pow`` its input, ``tanh`` and ``sigmoid`` their output, ``erf`` and
+``clamp`` their input, a tensor-by-tensor ``mul`` both operands, a product by a Python scalar
+and every ``add`` nothing. ``gelu_new`` under autocast keeps the fp32 ``pow`` input, the fp32
+tanh output, the fp32 ``1 + tanh`` and the 16-bit ``0.5 * x``: 12 + e bytes an element where
+the fused GELU keeps its e-byte input (4e without autocast: x, tanh, ``0.5 * x``, ``1 +
+tanh``); ``gelu_fast`` 7e, ``gelu_python`` 3e (not x: erf keeps ``x / sqrt(2)``),
+``quick_gelu`` and ``gelu_10`` 2e. Checked with ``torch.autograd.graph.saved_tensors_hooks``
+on transformers' own modules (tests/test_torcheager60_saved.py); ``memory.layer_activations``
+keeps them in place of the GELU's input where this chain is priced.
+
 Bytes per element of the activation's input: every tensor an op reads plus what it writes, at
 ``e`` bytes for a 16-bit tensor and 4 for fp32. Every count is checked against the kernels and
 bytes of transformers' own modules dispatched on the meta device (tests/test_gelu60_
@@ -56,6 +67,8 @@ class EagerChain:
     bytes_per_element: Callable[[int], float]
     bwd_kernels: int
     bwd_bytes_per_element: Callable[[int], float]
+    saved_per_element: Callable[[int], float] = lambda e: e
+    """Bytes autograd keeps for the backward per element of the input, each tensor once."""
 
 
 def _pow_formula(autocast: bool) -> EagerChain:
@@ -65,7 +78,7 @@ def _pow_formula(autocast: bool) -> EagerChain:
         # 1 + (2e), the product (3e); backward: the product's two mul (3e each),
         # tanh_backward (3e), * c and * 0.044715 (2e each), pow(x, 2), * 3 (2e each), * grad
         # (3e), the first path sum (3e), 0.5 * grad (2e), the second sum (3e)
-        return EagerChain(8, lambda e: 18 * e, 11, lambda e: 28 * e)
+        return EagerChain(8, lambda e: 18 * e, 11, lambda e: 28 * e, lambda e: 4 * e)
     # forward: 0.5 * x (2e); the cast up (e + 4); pow, * 0.044715 (8 each); x + (e + 8); * c,
     # tanh, 1 + (8 each); the 16-bit by fp32 product (e + 8); the next GEMM's cast down (4 + e).
     # backward: that cast's gradient up (e + 4); the product's gradient to 0.5 * x (12) and its
@@ -74,7 +87,8 @@ def _pow_formula(autocast: bool) -> EagerChain:
     # the cast's gradient down (4 + e); the two path sums and 0.5 * grad in 16 bits (3e, 2e, 3e)
     return EagerChain(10, lambda e: 2 * e + (e + F32) + 16 + (e + 8) + 24 + (e + 8) + (F32 + e),
                       15, lambda e: (e + F32) + 12 + (F32 + e) + (e + 8) + 12 + 8 + (F32 + e)
-                      + 8 + 8 + 8 + 12 + (F32 + e) + 3 * e + 2 * e + 3 * e)
+                      + 8 + 8 + 8 + 12 + (F32 + e) + 3 * e + 2 * e + 3 * e,
+                      lambda e: 3 * F32 + e)
 
 
 ONE_KERNEL = frozenset({"gelu", "gelu_pytorch_tanh"})
@@ -87,17 +101,21 @@ CHAINS: dict[str, Callable[[bool], EagerChain]] = {
     # four scalar products, x * x, 1 + (2e each but the two-tensor ones, 3e), tanh, 1 +, the
     # product: 9 ops, 21e; backward seven two-tensor mul or tanh_backward (3e), three scalar
     # mul (2e) and three path sums (3e): 13 ops, 36e
-    "gelu_fast": lambda autocast: EagerChain(9, lambda e: 21 * e, 13, lambda e: 36 * e),
+    "gelu_fast": lambda autocast: EagerChain(9, lambda e: 21 * e, 13, lambda e: 36 * e,
+                                             lambda e: 7 * e),
     # 1.702 * x (2e), sigmoid (2e), the product (3e); backward two mul, sigmoid_backward (3e
     # each), * 1.702 (2e), the path sum (3e)
-    "quick_gelu": lambda autocast: EagerChain(3, lambda e: 7 * e, 5, lambda e: 14 * e),
+    "quick_gelu": lambda autocast: EagerChain(3, lambda e: 7 * e, 5, lambda e: 14 * e,
+                                              lambda e: 2 * e),
     # * 0.5, / sqrt(2), erf, 1 + (2e each), the product (3e); backward the product's two mul
     # (3e each), pow, neg, exp, * 2/sqrt(pi) (2e each), * grad (3e), / sqrt(2), * 0.5 (2e
     # each), the path sum (3e)
-    "gelu_python": lambda autocast: EagerChain(5, lambda e: 11 * e, 10, lambda e: 24 * e),
+    "gelu_python": lambda autocast: EagerChain(5, lambda e: 11 * e, 10, lambda e: 24 * e,
+                                               lambda e: 3 * e),
     # gelu (2e), clamp (2e); backward ge, le (e + 1 each), logical_and_ (3), a zero scalar
     # (none per element), where (1 + 2e), gelu_backward (3e)
-    "gelu_10": lambda autocast: EagerChain(2, lambda e: 4 * e, 6, lambda e: 7 * e + 6),
+    "gelu_10": lambda autocast: EagerChain(2, lambda e: 4 * e, 6, lambda e: 7 * e + 6,
+                                           lambda e: 2 * e),
 }
 """Multi-kernel GELU-family modules, by ``ACT2FN`` name, given whether the run is under
 ``torch.autocast`` with 16-bit activations."""
@@ -110,6 +128,15 @@ def eager_chain(name: str, autocast: bool) -> EagerChain | None:
     """The eager kernels of ``name``'s module (None where it is one kernel)."""
     chain = CHAINS.get(name)
     return None if chain is None else chain(autocast)
+
+
+def saved_bytes_per_element(name: str | None, autocast: bool, elem_bytes: int = ACT_BYTES
+                            ) -> float:
+    """Bytes the activation keeps for its backward per element of its input: the
+    fused GELU's (and any one-kernel module's) 16-bit input where ``name`` is None or one
+    kernel, else the eager chain's saved tensors, ``autocast`` as in ``hf_activation_op``."""
+    chain = eager_chain(name, autocast and elem_bytes < F32) if name else None
+    return float(elem_bytes) if chain is None else chain.saved_per_element(elem_bytes)
 
 
 def hf_activation_op(name: str, elements: float, autocast: bool,
