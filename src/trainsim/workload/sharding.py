@@ -267,9 +267,14 @@ def fsdp_grad_bytes(cfg: RunConfig) -> dict[str, int]:
 def _grad_tensors(cfg: RunConfig, layers: range | list[int], first: bool,
                   last: bool) -> list[float]:
     """Elements of each weight-gradient tensor a rank holds for ``layers``, with the embedding
-    and output matrices of the first and last stage."""
+    and output matrices of the first and last stage and, on the first, a learned position
+    table (whole on every TP rank, as ``workload.ddp_buckets`` and ``memory.params`` hold it:
+    an ``nn.Embedding`` whose backward hands it a gradient like the word embedding's, GPT-2's
+    ``wpe``)."""
     mdl = cfg.model
     tensors = [n for n, _ in rank_tensors(cfg, layers)]
+    if first and mdl.position_embedding == "learned":
+        tensors.append(float(mdl.max_position_embeddings * mdl.hidden_size))
     return tensors + [rank_vocab(cfg) * mdl.hidden_size] * end_matrices(cfg, first, last)
 
 
