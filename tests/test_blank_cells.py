@@ -148,14 +148,15 @@ def test_zero_stages_change_the_plain_pytorch_memory():
     assert 0.9 * 20 * params < saved < 1.05 * 22 * params
 
 
-def test_plain_pytorch_zero1_is_refused_in_one_line():
-    """ZeRO-1 in plain PyTorch is ZeroRedundancyOptimizer (DDP's all-reduce, then a broadcast
-    of each rank's updated parameters), which trainsim does not model: one line that names the
-    field and the stages the framework runs."""
-    res = predict_training_row({**USER_ROW, "framework": "pytorch", "zero_stage": "1"})
+def test_plain_pytorch_zero1_before_1_8_is_refused_in_one_line():
+    """ZeRO-1 in plain PyTorch is ZeroRedundancyOptimizer (torcheager60: DDP's all-reduce, then
+    a broadcast of each updated tensor), first in torch 1.8: before it, one line that names
+    the field and the release."""
+    res = predict_training_row({**USER_ROW, "framework": "pytorch", "framework_version": "1.7",
+                                "zero_stage": "1"})
     assert res.error is not None and "\n" not in res.error
-    assert res.error.startswith("parallel.zero_stage=1 under pytorch")
-    assert ": zero_stage 0, 2, 3 only (0: ddp; 2, 3: fsdp1)" in res.error
+    assert res.error.startswith("parallel.zero_stage=1 under pytorch 1.7")
+    assert "ZeRO stage 1 first shipped in pytorch 1.8" in res.error
 
 
 def test_torchtitan_zero0_is_refused_naming_the_framework():

@@ -166,16 +166,16 @@ def test_nanotron_zero1_reduces_its_whole_gradient_buffer_in_one_collective():
 
 
 def test_a_pytorch_search_tries_fsdp_stages_as_simulate_runs_them():
-    """A plain PyTorch loop runs 0 as DDP and 2, 3 as FSDP (profile zero_stage_engines, the
-    loader's zero_engine): the search tries all three, each with its engine (before: DDP
-    only), and a stage-2 result's parallel section reproduces under simulate."""
+    """A plain PyTorch loop runs 0 as DDP, 1 as DDP with ZeroRedundancyOptimizer and 2, 3 as
+    FSDP (profile zero_stage_engines, the loader's zero_engine): the search tries all four,
+    each with its engine (before: DDP only), and a stage-2 result's parallel section reproduces under simulate."""
     base = _base("llama3.2-1b", 16, 64, 4096, ("training.framework=pytorch",))
     space = SearchSpace(max_micro_batch=2).held_by(base)
     keys = list(space.memory_keys(base, 16))
-    assert sorted({k.zero for k in keys if k.dp > 1}) == [0, 2, 3]
+    assert sorted({k.zero for k in keys if k.dp > 1}) == [0, 1, 2, 3]
     engines = {k.zero: Candidate(k).to_config(base).parallel.data_parallel_impl
                for k in keys if k.dp > 1 and k.pp == 1}
-    assert engines == {0: "ddp", 2: "fsdp1", 3: "fsdp1"}
+    assert engines == {0: "ddp", 1: "ddp", 2: "fsdp1", 3: "fsdp1"}
     result = search(base, [16], SearchSpace(max_micro_batch=1, zero=(2,), pp=(1,)), top_k=1,
                     cache=None)
     entry = json.loads(json.dumps(result.to_dict()))["top"][0]

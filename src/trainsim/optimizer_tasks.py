@@ -19,7 +19,12 @@ from trainsim.workload.pipe_engine import deepspeed_lockstep
 from trainsim.workload.pipeline_schedules import rank_chunks
 from trainsim.workload.sharding import grad_buffer_rest, unsharded_clip, zero1_gather_copies
 from trainsim.workload.vocab import rank_vocab
-from trainsim.workload.zero1_broadcast import owner_loads, stage_tensors
+from trainsim.workload.zero1_broadcast import (
+    busiest_owner,
+    owner_loads,
+    owner_tensors,
+    stage_tensors,
+)
 from trainsim.workload.zero3_persistent import zero3_persistent_regather
 
 if TYPE_CHECKING:
@@ -82,6 +87,8 @@ class OptimizerTasks:
                 fsdp_optimizer_pieces(cfg, s), "dp_cp"))[0]
             return Priced(tuple((OPT, t, name) for _, t, name in priced.segments))
         local = sum(params / (size if self.zero >= 1 else 1) for params, _, size in self.groups[s])
+        if self.zero >= 1 and self.p.data_parallel_impl == "ddp":  # whole tensors: the busiest
+            local = sum(params for params, _, _ in self.groups[s]) * busiest_owner(cfg, s)[0]
         return self.pricer.compute.time(run_optimizer_step(cfg, local, s))
 
     def step_tasks(self, s: int) -> list[tuple[Priced | float, str, str]]:
@@ -131,12 +138,18 @@ class OptimizerTasks:
             if size <= 1 or params <= 0:
                 continue
             width = self.gather_width[s][group]
-            loads = owner_loads(own, size)
+            if self.p.data_parallel_impl == "ddp":  # ZeroRedundancyOptimizer: a broadcast
+                # per tensor from its owner (workload.zero1_broadcast)
+                loads = [n for owned in owner_tensors(own, size) for n in owned]
+                what = f"{len(loads)} tensors from their owners of {size} ranks"
+            else:
+                loads = owner_loads(own, size)
+                what = f"{len(loads)} owners of {size} ranks"
             ops = tuple(Comm("param_broadcast", "broadcast", n * width, group)  # type: ignore
                         for n in loads)
             seconds = sum(self.pricer.comm_time(op) for op in ops)
             out.append(self.add((s, "dp"), seconds, deps, f"param broadcast {group} {label}: "
-                                f"{len(loads)} owners of {size} ranks, one after another", DP))
+                                f"{what}, one after another", DP))
             self.collectives[out[-1]] = tuple((op, 1) for op in ops)
         return out
 

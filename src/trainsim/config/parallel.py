@@ -341,6 +341,11 @@ class ParallelConfig:
             raise ConfigError(f"{given} under parallel.data_parallel_impl="
                               f"{self.data_parallel_impl}: that engine runs zero_stage "
                               f"{', '.join(map(str, allowed))} only")
+        if self.dp_replicate > 1 and self.data_parallel_impl == "ddp" and \
+                self.effective_zero_stage == 1:
+            raise ConfigError(f"parallel.dp_replicate={self.dp_replicate} under "
+                              "data_parallel_impl=ddp: ZeroRedundancyOptimizer shards over its "
+                              "one process group, replicas are not modelled; use dp_replicate=1")
         if self.dp_replicate > 1 and self.data_parallel_impl == "deepspeed":
             raise ConfigError(f"parallel.dp_replicate={self.dp_replicate} under "
                               "data_parallel_impl=deepspeed: DeepSpeed's hierarchical "

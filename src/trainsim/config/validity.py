@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from trainsim.config.cluster import GPUSpec
 
 ZERO_STAGES = {"megatron": (0, 1, 3), "deepspeed": (0, 1, 2, 3), "fsdp1": (2, 3),
-               "fsdp2": (2, 3), "ddp": (0,)}
+               "fsdp2": (2, 3), "ddp": (0, 1)}
 """The ZeRO stages (``ParallelConfig.effective_zero_stage``) each data-parallel engine runs, as
 ``memory.state`` lays them out. ``megatron``: 0 = Megatron-core DDP, 1 = its distributed
 optimizer (--use-distributed-optimizer), 3 = Megatron-FSDP (--use-custom-fsdp, later
@@ -26,8 +26,11 @@ ZeroStageEnum). ``fsdp1``: ShardingStrategy FULL_SHARD = 3 and SHARD_GRAD_OP = 2
 _HYBRID_SHARD_ZERO2 are these stages with ``parallel.dp_replicate`` > 1); ``fsdp2``:
 fully_shard(reshard_after_forward=True) = 3, False = 2
 (torch/distributed/fsdp/_fully_shard/_fully_shard.py; torchtitan's reshard_after_forward policy
-``always`` / ``never``). ``ddp``: torch DistributedDataParallel shards nothing, 0 only
-(torch/nn/parallel/distributed.py: every rank holds the whole model and optimizer).
+``always`` / ``never``). ``ddp``: torch DistributedDataParallel, 0: it shards nothing
+(torch/nn/parallel/distributed.py: every rank holds the whole model and optimizer); 1: with
+torch.distributed.optim.ZeroRedundancyOptimizer, which shards the optimizer state by whole
+tensors and broadcasts each updated tensor from its owner after the step
+(torch/distributed/optim/zero_redundancy_optimizer.py, ``workload.zero_redundancy``).
 A framework profile names the engine its runs use (``data_parallel_impl``) and, where it runs a
 stage that engine does not, the engine for it (``zero_stage_engines``: a plain PyTorch loop
 runs ZeRO-2 and ZeRO-3 as FSDP); ``catalog.defaults.zero_engine`` applies both and refuses, in

@@ -52,6 +52,7 @@ from trainsim.workload.optimizer_impl import optimizer_impl
 from trainsim.workload.sharding import fsdp_pp_mode
 from trainsim.workload.unshard_window import unshard_window
 from trainsim.workload.vocab import rank_vocab
+from trainsim.workload.zero1_broadcast import busiest_owner
 
 DEEPSPEED_REDUCE_BUCKET = 500_000_000
 """DeepSpeed's ``reduce_bucket_size`` default, elements (deepspeed/runtime/zero/constants.py
@@ -410,7 +411,7 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
 
 
 def _ddp(cfg: RunConfig, held: float, sharded: float, linear: float,
-         head: float) -> ModelState:
+         head: float, stage: int = 0) -> ModelState:
     """A plain PyTorch loop (torch/nn/parallel/distributed.py): fp32 parameters and gradients,
     the optimizer's fp32 moments; DistributedDataParallel's reducer copies gradients into fp32
     buckets (``gradient_as_bucket_view=False``, the default) when there is more than one rank;
@@ -426,13 +427,19 @@ def _ddp(cfg: RunConfig, held: float, sharded: float, linear: float,
     torch/optim/adam.py ``_multi_tensor_adam``; AdamW's decay is an in-place ``_foreach_mul_``),
     an fp32 copy of the moments, alive at the step's peak beside the model state.
     ``clip_grad_norm_`` adds nothing of that size: per-tensor norms and an in-place
-    ``_foreach_mul_`` (the measured probes clip or not at the same peak)."""
+    ``_foreach_mul_`` (the measured probes clip or not at the same peak).
+
+    ZeRO-1 (``ZeroRedundancyOptimizer``, ``workload.zero1_broadcast``): the wrapped optimizer
+    holds the moments, and takes its foreach list, of the rank's own whole tensors only, the
+    busiest rank's share of the stage's; parameters, gradients and DDP's buckets stay whole
+    (the broadcasts write into ``param.data``)."""
     buckets = (("DDP gradient buckets", 4.0 * held),) if cfg.dp > 1 else ()
     autocast = (("autocast 16-bit weight copy of the output layer", 2.0 * head),) if head else ()
+    owned = held * (busiest_owner(cfg, stage)[0] if cfg.parallel.effective_zero_stage else 1.0)
     step: tuple[tuple[str, float], ...] = ()
     if cfg.training.optimizer == "adam" and optimizer_impl(cfg) == "foreach":
-        step = (("foreach Adam sqrt(exp_avg_sq) list", 4.0 * held),)
-    return ModelState(4.0 * held, 4.0 * held, _optimizer_bytes(cfg) * held, buckets,
+        step = (("foreach Adam sqrt(exp_avg_sq) list", 4.0 * owned),)
+    return ModelState(4.0 * held, 4.0 * held, _optimizer_bytes(cfg) * owned, buckets,
                       backward=autocast, step=step,
                       grads_freed=bool(profile_supports(cfg, "grads_set_to_none")),
                       layer_copies=(("autocast 16-bit weight copies", 2.0 * linear),))
@@ -496,7 +503,7 @@ def _model_state(cfg: RunConfig, stage: int) -> ModelState:
     p, m = cfg.parallel, cfg.model
     if p.data_parallel_impl == "ddp":  # the output layer's matmul weight, on the last stage
         head = rank_vocab(cfg) * m.hidden_size if stage == p.pp - 1 else 0.0
-        return _ddp(cfg, held, sharded, linear, head)
+        return _ddp(cfg, held, sharded, linear, head, stage)
     if p.data_parallel_impl in ("megatron", "deepspeed"):
         # the layers kept in bf16 under fp8 hold 16-bit weights and no fp8 copies
         linear -= stage_bf16_layer_params(cfg, stage)

@@ -232,8 +232,9 @@ def _stage_engine(given: dict[str, Any], training: dict[str, Any]) -> str | None
         # HSDP shards within a replica: where the profile's engine shards at no stage and
         # the framework shards with one other engine (a plain PyTorch loop's FSDP for 2 and 3),
         # the search tries that engine's stages (search.fixed.sharded_for_replicas)
+        # (not DDP's ZeroRedundancyOptimizer: one process group, no replicas, ParallelConfig)
         engines = {e for s, e in stage_engines(profile, str(version) if version else None).items()
-                   if s > 0}
+                   if s > 0 and e != "ddp"}
         default = profile.defaults.get("data_parallel_impl")
         if default not in engines and len(engines) == 1:
             # said in one line with the stages the search tries (fixed.sharded_for_replicas)

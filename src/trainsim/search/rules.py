@@ -70,15 +70,16 @@ def tp_fits(m: ModelConfig, tp: int, split: bool) -> bool:
 def zeros_fit(zeros: tuple[int, ...] | None, data_parallel_impl: object, pp: int,
               moe: bool = False) -> tuple[int, ...]:
     """The optimizer shardings of ``zeros`` (None: the search's default) that the engine runs
-    (``config.validity.ZERO_STAGES``: plain DDP 0 only, FSDP 2 and 3, Megatron 0, 1 and 3) with
+    (``config.validity.ZERO_STAGES``: plain DDP 0 and 1, FSDP 2 and 3, Megatron 0, 1 and 3) with
     ``pp`` stages: DeepSpeed's pipeline engine takes ZeRO 0-1 only (``config.parallel``:
     PipelineEngine asserts stage < 2). The default is every stage the engine runs, for an MoE
-    model stage 1 alone where the engine has it (the distributed optimizer)."""
+    model stage 1 alone where the engine has it as a distributed optimizer (not DDP's
+    ZeroRedundancyOptimizer: a plain loop's MoE model tries every stage)."""
     allowed = zero_stages(data_parallel_impl)
     if data_parallel_impl == "deepspeed" and pp > 1:
         allowed = tuple(z for z in allowed if z < 2)
     if zeros is None:
-        zeros = (1,) if moe and 1 in allowed else allowed
+        zeros = (1,) if moe and 1 in allowed and data_parallel_impl != "ddp" else allowed
     return tuple(z for z in dict.fromkeys(zeros) if z in allowed)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainsim.catalog import gpu, model_dict, model_name, names, node
-from trainsim.catalog.defaults import overlap_stages, truthy
+from trainsim.catalog.defaults import OVERLAP_ACTS, overlap_stages, truthy
 from trainsim.catalog.schema_checks import NVLINK_SCOPES
 from trainsim.config._build import suggest
 from trainsim.config.cluster import segment_domains
@@ -324,11 +324,15 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
             and profile.features.get("moe_etp_unset_is_tp") and _is_moe(model):
         # an expert TP the run left unset: the framework's, the TP (``moe_etp_unset_is_tp``)
         parallel["expert_tensor_parallel_size"] = row["tp"]
-    if parallel.get("overlap_param_gather") and profile is not None and \
-            overlap_stages(profile, "overlap_param_gather") == ():
+    gathers = None if profile is None else overlap_stages(profile, "overlap_param_gather")
+    sharded = _gather_stage(parallel)
+    if parallel.get("overlap_param_gather") and gathers is not None and (
+            gathers == () or (sharded is not None and sharded not in gathers)):
         # dp_overlap's gather half where the framework overlaps no parameter gather at any
         # stage (profile ``overlap_param_gather: []``: nanotron's gather and InternEvo's
-        # broadcasts wait after the step): the run overlaps its gradient reduction only
+        # broadcasts wait after the step) or at the row's sharded stage (a plain PyTorch
+        # loop's ZeRO-1: ZeroRedundancyOptimizer.step waits for its broadcasts): the run
+        # overlaps its gradient reduction only
         parallel["overlap_param_gather"] = False
     if "attention" not in training and (profile is None or "fused_kernels" in options):
         # Without a framework: fp8 runs on Transformer Engine, whose attention is fused; the
@@ -501,3 +505,14 @@ def with_choice(raw: dict[str, Any], choice: dict[str, Any]) -> dict[str, Any]:
         # when sequence parallelism is enabled"; Megatron-Bridge's CommOverlapConfig turns it off
         raise ConfigError("tp_comm_overlap needs sequence_parallel")
     return out
+
+
+def _gather_stage(parallel: dict[str, Any]) -> int | None:
+    """The row's ZeRO stage where it states one at which there is a parameter gather to
+    overlap (1-3: ``catalog.defaults.OVERLAP_ACTS``), else None (not dropped for it)."""
+    stage = parallel.get("zero_stage")
+    if stage in (None, ""):
+        return None
+    value = 1 if int(float(stage)) == 0 and truthy(parallel.get("distributed_optimizer")) \
+        else int(float(stage))
+    return value if value in OVERLAP_ACTS["overlap_param_gather"] else None

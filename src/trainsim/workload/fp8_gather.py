@@ -84,7 +84,11 @@ def param_gather_width(cfg: RunConfig, params: float, fp8_params: float) -> floa
     ``params`` elements of which ``fp8_params`` are matmul weights (``FP8_BUFFER_RECIPES``; NVFP4
     weights at ``NVFP4_PACKED_BYTES`` where the framework packs them, profile feature
     ``nvfp4_param_buffer``): 16-bit unless the run keeps its weights in fp8
-    (``training.fp8_param_gather``)."""
+    (``training.fp8_param_gather``); 4 under DistributedDataParallel, whose ZeRO-1
+    (``ZeroRedundancyOptimizer``) broadcasts the fp32 parameters themselves (``param.data``,
+    ``workload.zero_redundancy``)."""
+    if cfg.parallel.data_parallel_impl == "ddp":
+        return 4.0
     recipe = cfg.training.fp8_recipe
     if not fp8_weights_gathered(cfg) or params <= 0:
         return float(ACT)

@@ -58,8 +58,9 @@ def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: boo
       whose script passes ``--no-gradient-accumulation-fusion``.
 
     * DistributedDataParallel over fp32 parameters under ``torch.autocast`` (the ``pytorch``
-      profile's ``ddp``, ZeRO 0): the cast's backward hands each parameter an fp32 gradient
-      and ``AccumulateGrad`` adds it into ``.grad`` in place when one is there (reads 4 + 4,
+      profile's ``ddp``, ZeRO 0, or 1 with ZeroRedundancyOptimizer over DDP's gradients): the
+      cast's backward hands each parameter an fp32 gradient and ``AccumulateGrad`` adds it
+      into ``.grad`` in place when one is there (reads 4 + 4,
       writes 4; one kernel per tensor): on every micro-batch where ``zero_grad`` zeroes the
       gradients (torch before 2.0), on all but the first where it sets them to None (profile
       feature ``grads_set_to_none``); spread evenly over the step's backward passes.
@@ -82,7 +83,7 @@ def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: boo
             and t.grad_reduce_in_fp32:
         tensors = _grad_tensors(cfg, layers, first, last)
         return [Elementwise(FP32_GRAD_ADD, bytes=10.0 * sum(tensors), kernels=len(tensors))]
-    if p.data_parallel_impl == "ddp" and p.zero_stage == 0:
+    if p.data_parallel_impl == "ddp":  # ZeRO-1 too: DDP's .grad, ZeroRedundancyOptimizer
         return _autocast_grad_accumulation(cfg, layers, first, last)
     if not (p.data_parallel_impl == "deepspeed" and p.zero_stage <= 1):
         return []

@@ -10,6 +10,7 @@ from trainsim.config import RunConfig
 from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.fsdp_optimizer import fsdp_optimizer_pieces
 from trainsim.workload.ops import Elementwise
+from trainsim.workload.zero1_broadcast import busiest_owner
 
 
 def optimizer_impl(cfg: RunConfig) -> str:
@@ -25,7 +26,12 @@ def run_optimizer_step(cfg: RunConfig, local_params: float, stage: int = 0) -> E
     """The optimizer step of pipeline stage ``stage`` over ``local_params`` parameters, as the
     run's framework and loop take it (``workload.elementwise.optimizer_step``)."""
     impl = optimizer_impl(cfg)
-    tensors = len(fsdp_optimizer_pieces(cfg, stage)) if impl == "for_loop" else 1
+    tensors = 1
+    if impl == "for_loop" and cfg.parallel.data_parallel_impl == "ddp" \
+            and cfg.parallel.effective_zero_stage:  # ZeroRedundancyOptimizer: whole tensors
+        tensors = busiest_owner(cfg, stage)[1]
+    elif impl == "for_loop":
+        tensors = len(fsdp_optimizer_pieces(cfg, stage))
     return optimizer_step(local_params, cfg.training.optimizer,
                           cfg.parallel.data_parallel_impl != "ddp", impl=impl, tensors=tensors,
                           clip=not cfg.training.no_grad_clip)
