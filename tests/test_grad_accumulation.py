@@ -36,15 +36,18 @@ def test_bf16_deepspeed_adds_an_fp32_pass_per_micro_batch():
 def test_fp16_deepspeed_adds_each_micro_batch_into_the_16bit_grads():
     """fp16 under DeepSpeed ZeRO-1: autograd's AccumulateGrad adds the fresh weight gradient
     into ``.grad`` in place, 6 bytes per parameter (read 2 + 2, write 2), one kernel per
-    tensor; the word embedding's on the first stage counts too."""
+    tensor; the word embedding's on the first stage counts too, and a learned position table
+    (whole on every TP rank: torcheager60)."""
     c = cfg("fp16")
     ops = fp32_grad_accumulation(c, range(4), False, False)
     assert [op.name for op in ops] == ["grads_accumulate_16bit"]
     assert ops[0].bytes == pytest.approx(6 * 4 * layer_params(c.model, 0) / 8)
     first = fp32_grad_accumulation(c, range(4), True, False)[0]
+    m = c.model
+    pos = m.max_position_embeddings * m.hidden_size if m.position_embedding == "learned" else 0
     assert first.bytes - ops[0].bytes == pytest.approx(  # the table Megatron padded
-        6 * padded_vocab(c) * c.model.hidden_size / 8)
-    assert first.kernels == ops[0].kernels + 1
+        6 * padded_vocab(c) * m.hidden_size / 8 + 6 * pos)
+    assert first.kernels == ops[0].kernels + 1 + (pos > 0)
 
 
 def test_the_pass_costs_more_with_more_micro_batches():

@@ -168,7 +168,7 @@ def test_the_replicas_line_names_the_stages_the_search_tries():
 
     sets = ("training.framework=pytorch", "parallel.dp_replicate=2")
     for zero, said in (("0,2", "runs its fsdp1 engine at stages 2 only (not 0)"),
-                       (None, "runs its fsdp1 engine at stages 2, 3 only (not 0)")):
+                       (None, "runs its fsdp1 engine at stages 2, 3 only (not 0, 1)")):
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             base = build_base("llama2-7b", GPU, 16, 64, 4096, GPN, NIC, DTYPE, sets)

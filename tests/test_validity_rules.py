@@ -272,7 +272,8 @@ def test_search_set_flex_dispatcher_on_one_expert_rank_is_one_line(tmp_path):
     ("megatron", 2, False, "0, 1, 3"),
 ])
 def test_a_zero_stage_the_engine_does_not_run_is_refused(impl, zero, dist_opt, allowed):
-    """Plain DDP shards nothing, or the optimizer with ZeroRedundancyOptimizer (1); FSDP is FULL_SHARD / reshard_after_forward=True (3) or
+    """Plain DDP shards nothing (0), or the optimizer with ZeroRedundancyOptimizer (1); FSDP
+    is FULL_SHARD / reshard_after_forward=True (3) or
     SHARD_GRAD_OP / False (2); Megatron is DDP, the distributed optimizer or Megatron-FSDP."""
     p = {"data_parallel_impl": impl, "zero_stage": zero, "distributed_optimizer": dist_opt}
     with pytest.raises(ConfigError, match=rf"parallel.zero_stage={zero}.* under parallel."

@@ -145,8 +145,9 @@ def sharded_for_replicas(space: SearchSpace, base: Base) -> SearchSpace:
         runs_any = _run_stages(base)  # the stages left out that the framework runs at all
         dropped = ", ".join(str(z) for z in asked if z not in sharded and z in runs_any)
         switched = bool(default) and default != engine
-        how = (f" and {t.framework}'s {default} shards nothing, so the search runs its {engine} "
-               "engine at stages" if switched else f", so the search tries {engine}'s sharded stages")
+        how = (f" and {t.framework}'s {default} shards within no replica, so the search runs "
+               f"its {engine} engine at stages" if switched
+               else f", so the search tries {engine}'s sharded stages")
         warnings.warn(f"--set parallel.dp_replicate={replicas}: HSDP shards within each replica"
                       f"{how} {', '.join(map(str, sharded))}"
                       + (f" only (not {dropped})" if dropped else ""), TrainsimWarning, stacklevel=2)
