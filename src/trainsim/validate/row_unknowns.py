@@ -224,14 +224,14 @@ def user_zero_stages(profile: Any) -> list[int]:
     stage (``zero_stage_engines``: a plain PyTorch loop in DDP, or in FSDP SHARD_GRAD_OP = 2 and
     FULL_SHARD = 3, torch/distributed/fsdp/api.py ShardingStrategy), every stage it runs
     (``catalog.defaults.stage_engines``), its default engine's first; empty where the
-    framework decides (its default applies). The default engine's sharded stages are left
-    out: a plain loop's ZeRO-1 is an optimizer its script wraps by name
+    framework decides (its default applies). DDP's sharded stage is left out: a plain
+    loop's ZeRO-1 is an optimizer its script wraps by name
     (``ZeroRedundancyOptimizer``), which a row states, not one a row left unsaid."""
     if profile is None or profile.defaults.get("zero_stage") is not None \
             or not profile.defaults.get("zero_stage_engines"):
         return []
     default = profile.defaults.get("data_parallel_impl")
-    stages = {s: e for s, e in stage_engines(profile).items() if e != default or s == 0}
+    stages = {s: e for s, e in stage_engines(profile).items() if e != "ddp" or s == 0}
     return sorted(stages, key=lambda s: (stages[s] != default, s))
 
 
