@@ -62,6 +62,7 @@ import numpy as np
 from trainsim.engine import Timeline
 from trainsim.engine.periodic import REL_TOL
 from trainsim.optimizer_tasks import AFTER, BEFORE
+from trainsim.steady_gpipe import forward_phase_ends
 
 PLAIN, COPY0, COPY1 = 0, 1, 2
 
@@ -214,16 +215,9 @@ def bfs_proven(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[int],
         return False  # a task slowing other than its counterpart does
     tol = rel_tol * tb.makespan_s
     fixed = np.asarray(tags_b) == BEFORE
-    fwd_a = np.zeros(len(ta.tasks), dtype=bool)
-    fwd_a[j[forward]] = True
-    t0 = []
-    for tl, fwd in ((ta, fwd_a), (tb, forward)):
-        start, end = np.asarray(tl.start_s), np.asarray(tl.end_s)
-        if fwd.all() or not fwd.any():
-            return False
-        t0.append(float(end[fwd].max()))
-        if not t0[-1] <= float(start[~fwd].min()):
-            return False  # a backward task starts before the forward phase has ended
+    t0 = forward_phase_ends(ta, tb, j[forward], forward)
+    if t0 is None:
+        return False
     slope_t0 = t0[1] - t0[0]
     got_f = _slopes(ta, tb, j, cls, forward, fixed, (0.0, 0.0), tol)
     got_b = _slopes(ta, tb, j, cls, ~forward, fixed, (t0[0], t0[1]), tol)

@@ -111,16 +111,9 @@ def gpipe_proven(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[int
         return False  # a task slowing other than its counterpart does
     tol = rel_tol * tb.makespan_s
     fixed = np.asarray(tags_b) == BEFORE
-    fwd_a = np.zeros(len(ta.tasks), dtype=bool)
-    fwd_a[np.asarray(counterpart)[forward]] = True
-    t0 = []
-    for tl, fwd in ((ta, fwd_a), (tb, forward)):
-        start, end = np.asarray(tl.start_s), np.asarray(tl.end_s)
-        if fwd.all() or not fwd.any():
-            return False
-        t0.append(float(end[fwd].max()))
-        if not t0[-1] <= float(start[~fwd].min()):
-            return False  # a backward task starts before the forward phase has ended
+    t0 = forward_phase_ends(ta, tb, np.asarray(counterpart)[forward], forward)
+    if t0 is None:
+        return False
     slope_t0 = t0[1] - t0[0]
     sf = slopes_s(ta, tb, counterpart, after, forward, fixed, (0.0, 0.0), rel_tol)
     if sf is None or not slope_t0 > tol or sf[forward].max() > slope_t0 + tol:
@@ -293,3 +286,21 @@ def two_run_summary(cfg: RunConfig, ga, ta: Timeline, gb, tb: Timeline, k: int) 
 
 
 __all__ = ["gpipe_proven", "two_run_summary"]
+
+
+def forward_phase_ends(ta: Timeline, tb: Timeline, fwd_in_a: np.ndarray, forward: np.ndarray
+                       ) -> tuple[float, float] | None:
+    """When the forward phase ends in run A and run B (the last forward task's end), or None
+    where a run has no forward or no backward task or a backward task starts before that end.
+    ``fwd_in_a``: A's indices of B's forward tasks' counterparts; ``forward``: B's forward mask."""
+    fwd_a = np.zeros(len(ta.tasks), dtype=bool)
+    fwd_a[fwd_in_a] = True
+    t0 = []
+    for tl, fwd in ((ta, fwd_a), (tb, forward)):
+        start, end = np.asarray(tl.start_s), np.asarray(tl.end_s)
+        if fwd.all() or not fwd.any():
+            return None
+        t0.append(float(end[fwd].max()))
+        if not t0[-1] <= float(start[~fwd].min()):
+            return None  # a backward task starts before the forward phase has ended
+    return t0[0], t0[1]
