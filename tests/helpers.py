@@ -9,6 +9,7 @@ from helpers_cli import BASE, FAST, SLOW, cli, load_script, one_error_line
 from helpers_configs import (
     FP8_SLICE,
     TINY_MODEL,
+    CommRecorder,
     assert_same_simulation,
     counted_graphs,
     dgx_h100_run,
@@ -52,10 +53,10 @@ from helpers_files import (
 
 __all__ = [
     "BASE", "COLLECTIVES_PUBLISHED", "FAST", "FP8_SLICE", "KERNELS_PUBLISHED", "PUBLIC_SHARED_DIR",
-    "PUBLIC_TRAINING", "SHARED_VALIDATION", "SLOW", "TINY_MODEL", "assert_same_simulation",
-    "check_extra_training_file", "check_fp8_faster_than_bf16", "check_generator_writes",
-    "check_script_check_mode", "check_validates_with_no_failed_row", "cli",
-    "collectives_published_validated", "counted_graphs", "dgx_h100_run", "fp8_slice_cfg",
+    "PUBLIC_TRAINING", "SHARED_VALIDATION", "SLOW", "TINY_MODEL", "CommRecorder",
+    "assert_same_simulation", "check_extra_training_file", "check_fp8_faster_than_bf16",
+    "check_generator_writes", "check_script_check_mode", "check_validates_with_no_failed_row",
+    "cli", "collectives_published_validated", "counted_graphs", "dgx_h100_run", "fp8_slice_cfg",
     "hf_config_read", "kernels_published_validated", "layer_ops", "load_script", "loadable_keys",
     "make_base", "mirror_git", "mirror_source", "moe_layer_cfg", "moe_layer_ops", "one_error_line",
     "overlaps", "pipelined_configs", "pp2_dualpipe_configs", "public_training_validated",

@@ -14,6 +14,7 @@ import pytest
 import trainsim
 from trainsim.catalog import gpu, model
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.pricing import Pricer
 
 # ---------------------------------------------------------------------------- search
 
@@ -343,3 +344,15 @@ def assert_same_simulation(fast, full) -> None:
         assert fast.breakdown[key] == pytest.approx(value, rel=1e-9, abs=scale), key
     assert fast.exposed_comm == pytest.approx(full.exposed_comm, rel=1e-9, abs=scale)
     assert fast.critical_stage == full.critical_stage
+
+
+class CommRecorder(Pricer):
+    """A pricer that keeps every collective the task graph prices, in order (``.comms``)."""
+
+    def __init__(self, c) -> None:
+        super().__init__(c)
+        self.comms: list = []
+
+    def comm_time(self, op):
+        self.comms.append(op)
+        return super().comm_time(op)

@@ -7,6 +7,7 @@ import csv
 from pathlib import Path
 
 import pytest
+from helpers import CommRecorder
 
 from trainsim import run_config_from_dict, simulate
 from trainsim.errors import ConfigError
@@ -36,20 +37,9 @@ def cfg(replicate=1, num_gpus=32, framework=None, model=None, **parallel):
                     "nic_gbit_s_per_gpu": 100}})
 
 
-class Recorder(Pricer):
-    """Keeps every collective the task graph prices."""
-
-    def __init__(self, c):
-        super().__init__(c)
-        self.comms = []
-
-    def comm_time(self, op):
-        self.comms.append(op)
-        return super().comm_time(op)
-
 
 def _comms(c):
-    pricer = Recorder(c)
+    pricer = CommRecorder(c)
     build_tasks(c, pricer)
     return pricer.comms
 

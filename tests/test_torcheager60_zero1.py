@@ -13,6 +13,7 @@ import random
 from pathlib import Path
 
 import pytest
+from helpers import CommRecorder
 from helpers_files import training_rows
 
 from trainsim.memory.state import model_state
@@ -20,7 +21,6 @@ from trainsim.pricing import Pricer
 from trainsim.simulator import build_tasks
 from trainsim.validate.training import predict_training_row, row_config
 from trainsim.workload.grad_accumulation import AUTOGRAD_FP32_ADD, fp32_grad_accumulation
-from trainsim.workload.ops import Comm
 from trainsim.workload.sharding import _grad_tensors
 from trainsim.workload.zero1_broadcast import busiest_owner, owner_tensors, stage_tensors
 
@@ -37,17 +37,6 @@ def _row(**change: str) -> dict[str, str]:
 def _eight(zero: str, version: str = "1.14") -> dict[str, str]:
     return _row(num_gpus="8", zero_stage=zero, framework_version=version)
 
-
-class Recorder(Pricer):
-    """Keeps every collective the task graph prices, in order."""
-
-    def __init__(self, c):
-        super().__init__(c)
-        self.comms: list[Comm] = []
-
-    def comm_time(self, op):
-        self.comms.append(op)
-        return super().comm_time(op)
 
 
 def test_the_partition_is_torch_s_own():
@@ -86,7 +75,7 @@ def test_the_collectives_of_a_step():
     broadcast per parameter tensor (GPT-2: 32 x 12 layer tensors, the word and the position
     embedding, the final norm's two), each its tensor's bytes, and no all-gather."""
     c = row_config(_eight("1"))
-    pricer = Recorder(c)
+    pricer = CommRecorder(c)
     tasks, ends = build_tasks(c, pricer)
     kinds = {(op.name, op.kind) for op in pricer.comms}
     assert ("grad_reduce", "all_reduce") in kinds
@@ -98,7 +87,7 @@ def test_the_collectives_of_a_step():
     last = tasks[ends[0]]
     assert last.label.startswith("param broadcast dp_cp after the step: 388 tensors")
     zero0 = row_config(_eight("0"))
-    assert not any(op.name == "param_broadcast" for op in Recorder(zero0).comms)
+    assert not any(op.name == "param_broadcast" for op in CommRecorder(zero0).comms)
 
 
 def test_memory_shards_the_optimizer_state_by_whole_tensors():

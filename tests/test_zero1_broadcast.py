@@ -10,13 +10,13 @@ import dataclasses
 import random
 
 import pytest
+from helpers import CommRecorder
 
 from trainsim import run_config_from_dict, simulate
 from trainsim.errors import ConfigError
 from trainsim.pricing import Pricer
 from trainsim.simulator import build_tasks
 from trainsim.validate.training import row_config
-from trainsim.workload.ops import Comm
 from trainsim.workload.zero1_broadcast import owner_loads, stage_tensors
 
 
@@ -60,17 +60,6 @@ def cfg(num_gpus=16, dp_replicate=1, sync=None, framework=("internevo", "2023-07
                     "nic_gbit_s_per_gpu": 50}})
 
 
-class Recorder(Pricer):
-    """Keeps every collective the task graph prices, in order."""
-
-    def __init__(self, c):
-        super().__init__(c)
-        self.comms: list[Comm] = []
-
-    def comm_time(self, op):
-        self.comms.append(op)
-        return super().comm_time(op)
-
 
 def test_the_profile_selects_the_mechanisms():
     """internevo 2023-07: whole-gradient all-reduce, per-owner broadcasts, the reduction
@@ -91,7 +80,7 @@ def test_the_collectives_of_a_step(replicate, grad_group):
     over its zero1 group: as many broadcasts as owners (min(ranks, tensors)), each its owner's
     elements in 16 bits, and no parameter all-gather."""
     c = cfg(dp_replicate=replicate)
-    pricer = Recorder(c)
+    pricer = CommRecorder(c)
     tasks, ends = build_tasks(c, pricer)
     kinds = [(op.name, op.kind, op.group) for op in pricer.comms]
     assert ("grad_reduce", "all_reduce", grad_group) in kinds
