@@ -8,6 +8,7 @@ from __future__ import annotations
 from helpers_cli import BASE, FAST, SLOW, cli, load_script, one_error_line
 from helpers_configs import (
     FP8_SLICE,
+    SMALL_RUN,
     TINY_MODEL,
     CommRecorder,
     assert_same_simulation,
@@ -53,7 +54,7 @@ from helpers_files import (
 
 __all__ = [
     "BASE", "COLLECTIVES_PUBLISHED", "FAST", "FP8_SLICE", "KERNELS_PUBLISHED", "PUBLIC_SHARED_DIR",
-    "PUBLIC_TRAINING", "SHARED_VALIDATION", "SLOW", "TINY_MODEL", "CommRecorder",
+    "PUBLIC_TRAINING", "SHARED_VALIDATION", "SLOW", "SMALL_RUN", "TINY_MODEL", "CommRecorder",
     "assert_same_simulation", "check_extra_training_file", "check_fp8_faster_than_bf16",
     "check_generator_writes", "check_script_check_mode", "check_validates_with_no_failed_row",
     "cli", "collectives_published_validated", "counted_graphs", "dgx_h100_run", "fp8_slice_cfg",

@@ -23,6 +23,15 @@ TINY_MODEL = {"name": "tiny", "hidden_size": 1024, "num_layers": 8, "num_attenti
               "position_embedding": "rope", "normalization": "rmsnorm",
               "tied_embeddings": False, "add_bias_linear": False}
 
+SMALL_RUN = {"model": {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
+                       "vocab_size": 1024},
+             "parallel": {}, "training": {"global_batch_size": 16, "micro_batch_size": 1,
+                                          "seq_length": 512},
+             "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
+                         "compute_db": None}}
+"""A run config as a user writes it (a 4-layer model on one node), for the robustness rounds:
+deep-copy it before changing it."""
+
 
 def make_base(model=TINY_MODEL, gpus=16, batch=32, seq=2048, gpu="h100-sxm-80gb", dtype="bf16",
               **cluster):

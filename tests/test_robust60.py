@@ -10,17 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import SMALL_RUN
 
 from trainsim.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 
-RUN = {"model": {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
-                 "vocab_size": 1024},
-       "parallel": {}, "training": {"global_batch_size": 16, "micro_batch_size": 1,
-                                    "seq_length": 512},
-       "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
-                   "compute_db": None}}
+RUN = SMALL_RUN
 MOE = {"num_experts": 8, "moe_router_topk": 2, "moe_ffn_hidden_size": 256}
 
 
