@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 
-from trainsim.catalog.frameworks import profile_supports
+from trainsim.catalog.frameworks import profile_supports, te_at_least
 from trainsim.config import RunConfig
 from trainsim.config.cached import cached
 from trainsim.config.hybrid import layer_kind, mtp_layer_indices, routed
 from trainsim.ep_pairs import MoeSides, Side, chunk_exposed, dense_sides, moe_sides, with_exposed
 from trainsim.memory.offload import OFFLOAD_WAIT, copy_stalls
 from trainsim.pricing import Priced, Pricer, interned, join
-from trainsim.workload.elementwise import fp8_amax_reductions
+from trainsim.workload.elementwise import TE_BULK_AMAX, fp8_amax_reductions
 from trainsim.workload.grad_accumulation import fp32_grad_accumulation
 from trainsim.workload.head import (
     embedding_backward,
@@ -186,6 +186,11 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     amax = t.dtype == "fp8" and t.fp8_recipe == "delayed" \
         and not profile_supports(cfg, "fp8_amax_tp_async")
     amax_group = "tp_cp" if profile_supports(cfg, "fp8_amax_tp_only") else "tp_dp_cp"
+    # Transformer Engine >= 1.6 reduces one buffer of all the rank's modules per pass, with a
+    # cat and a fused update around it (``fp8_delayed.fp8_amax_reductions``, ``bulk_update``)
+    bulk = amax and te_at_least(t.framework, t.framework_version, TE_BULK_AMAX) \
+        and not profile_supports(cfg, "fp8_module_scale_update")
+    stage_layers = cfg.stage_layer_counts
     drops_fp8 = recompute_drops_fp8(cfg)
     out: dict[int, Chunk] = {}
     built: dict[Hashable, Chunk] = {}  # by composition(): one Chunk per composition
@@ -205,11 +210,16 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         key = composition(first, last, kinds)
         if stalled:  # the waits read the layers' indices
             key = (key, tuple(layers))
+        if bulk:  # the bulk reduction carries the whole stage's amaxes
+            key = (key, stage_layers[v % cfg.parallel.pp])
         hit = built.get(key)
         if hit is not None:
             out[v] = hit
             continue
-        amax_f, amax_b = (pricer.price(o) for o in fp8_amax_reductions(len(layers), amax_group)) \
+        # each call priced alone, as the layers are: the host has run ahead of the chunk's
+        # kernels, so the cat, the all_reduce and the update launch behind them
+        amax_f, amax_b = (join([pricer.price([op]) for op in o]) for o in fp8_amax_reductions(
+            len(layers), amax_group, stage_layers[v % cfg.parallel.pp], bulk)) \
             if amax and layers else (empty, empty)
         if drops_fp8 and all(k[2] for k in kinds):  # no fp8 module in the backward: TE v0.10
             amax_b = empty  # ``_prepare_backward`` reduces nothing when the module ran bf16

@@ -27,6 +27,7 @@ from trainsim.workload.fp8_delayed import (  # noqa: F401 - re-exported: fp8 del
     FP8_AMAX_BYTES_PER_LAYER,
     FP8_SCALE_UPDATE_KERNEL,
     FP8_SCALE_UPDATE_KERNELS,
+    TE_BULK_AMAX,
     fp8_amax_reductions,
     fp8_scale_update_op,
 )
