@@ -108,3 +108,32 @@ def test_no_bulk_kernels_without_delayed_scaling():
     """Current scaling keeps no amax buffer (TE v2.2 fp8.py L439-448: the exit's reduction is
     a no-op for other recipes); its per-tensor TP amax all-reduces stay in the layers."""
     assert _labels(_cfg(recipe="current")) == ([], [])
+
+
+def _reduce_s(cfg: RunConfig) -> float:
+    """Seconds of the first chunk's forward amax all-reduce."""
+    ch = chunks(cfg, Pricer(cfg), shard_of(cfg))[0]
+    return next(s for _, s, label in ch.fwd.segments if label == "fp8_amax_reduce.fwd")
+
+
+def test_tp_only_amax_red_narrows_the_group():
+    """Megatron-core's ``tp_only_amax_red`` (NeMo's GPT-3 175B performance script sets it):
+    the 4 TP ranks of one node reduce, not the stage's 32 ranks on 4 nodes."""
+    cfg = _cfg()
+    narrow = replace(cfg, training=replace(cfg.training, tp_only_amax_red=True))
+    assert _reduce_s(narrow) < 0.5 * _reduce_s(cfg)
+
+
+def test_options_cell_sets_tp_only_amax_red():
+    """A row's ``tp_only_amax_red`` option turns the field on; without it the field is off."""
+    import csv
+    from pathlib import Path
+
+    from trainsim.validate.training import row_config
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "training_nemo_perf.csv"
+    with path.open(newline="") as fh:
+        row = next(r for r in csv.DictReader(fh) if r["fp8_recipe"] == "delayed")
+    on = dict(row, options="tp_overlap;tp_only_amax_red")
+    off = dict(row, options="tp_overlap")
+    assert row_config(on).training.tp_only_amax_red
+    assert not row_config(off).training.tp_only_amax_red

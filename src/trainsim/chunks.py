@@ -185,7 +185,8 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     # (``cuda_graph_scope``) the same (v2.10 graph.py ``Graphed.backward`` L718-720)
     amax = t.dtype == "fp8" and t.fp8_recipe == "delayed" \
         and not profile_supports(cfg, "fp8_amax_tp_async")
-    amax_group = "tp_cp" if profile_supports(cfg, "fp8_amax_tp_only") else "tp_dp_cp"
+    amax_group = "tp_cp" if t.tp_only_amax_red or profile_supports(cfg, "fp8_amax_tp_only") \
+        else "tp_dp_cp"
     # Transformer Engine >= 1.6 reduces one buffer of all the rank's modules per pass, with a
     # cat and a fused update around it (``fp8_delayed.fp8_amax_reductions``, ``bulk_update``)
     bulk = amax and te_at_least(t.framework, t.framework_version, TE_BULK_AMAX) \

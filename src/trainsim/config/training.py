@@ -110,6 +110,14 @@ class TrainingConfig:
     """Keep the matmul weights only in fp8 and all-gather them in fp8 (Megatron
     --fp8-param-gather, Megatron-Bridge's fp8 mixed-precision recipes): no 16-bit copy of them.
     Used only when dtype is fp8."""
+    tp_only_amax_red: bool = False
+    """Reduce delayed scaling's amaxes over the tensor-and-context-parallel ranks only, not the
+    whole pipeline stage (Megatron-core TransformerConfig ``tp_only_amax_red``, core_v0.9.0
+    transformer_block.py L435-441 -> parallel_state.py L977-989 ``get_amax_reduction_group``;
+    NeMo's GPT-3 175B performance script sets it, NVIDIA/NeMo v2.2.0
+    scripts/llm/performance/pretrain_gpt3_175b.py L101, v2.3.0 scripts/performance/llm/
+    pretrain_gpt3_175b.py L114). False: the framework profile's ``fp8_amax_tp_only``. Used only
+    when dtype is fp8 with delayed scaling."""
     num_layers_at_start_in_bf16: int = 0
     """Transformer layers at the start of the model whose linears run in 16 bits under fp8 (and
     NVFP4): Megatron-core ``--first-last-layers-bf16`` with ``--num-layers-at-start-in-bf16``

@@ -68,7 +68,10 @@ OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
                  # NeMo's performance scripts set it for bf16 runs (NVIDIA/NeMo@b4148d2169
                  # scripts/performance/utils.py L422-423 set_primary_perf_configs, from
                  # 1053bed8be 2025-05-05)
-                 "precision_aware_optimizer": ("training", ("use_precision_aware_optimizer",))}
+                 "precision_aware_optimizer": ("training", ("use_precision_aware_optimizer",)),
+                 # Megatron-core's tp_only_amax_red: delayed scaling's amaxes reduced over TP x CP
+                 # only (config.training.TrainingConfig.tp_only_amax_red)
+                 "tp_only_amax_red": ("training", ("tp_only_amax_red",))}
 KNOWN_OPTIONS = set(OPTION_FIELDS) | {"parallel_block", "sliding_window", "fused_kernels", "lamb",
                                        "fake_balanced_gate", "hf_modules"}
 # format v2 column -> (section, config field), copied when the cell is not empty
