@@ -14,7 +14,15 @@ from trainsim.catalog.frameworks import profile_supports, te_at_least
 from trainsim.config import RunConfig
 from trainsim.config.cached import cached
 from trainsim.config.hybrid import layer_kind, mtp_layer_indices, routed
-from trainsim.ep_pairs import MoeSides, Side, chunk_exposed, dense_sides, moe_sides, with_exposed
+from trainsim.ep_pairs import (
+    MoeSides,
+    Side,
+    chunk_exposed,
+    dense_sides,
+    moe_sides,
+    note_exchanges,
+    with_exposed,
+)
 from trainsim.memory.offload import OFFLOAD_WAIT, copy_stalls
 from trainsim.pricing import Priced, Pricer, interned, join
 from trainsim.workload.elementwise import TE_BULK_AMAX, fp8_amax_reductions
@@ -124,6 +132,7 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         pair = (moe_sides if routed(k[0]) else dense_sides)(pricer, lf, lb) if paired else None
         if isinstance(pair, MoeSides):  # an MoE layer: its passes without exchanges
             layer_f[k], layer_b[k] = pair.forward, pair.backward
+            note_exchanges(pricer, pair, lf, lb)  # for exports only: nothing priced
             sides[k] = (pair.fwd_side, pair.bwd_side)
         else:
             layer_f[k], layer_b[k] = pricer.price(lf), pricer.price(lb)

@@ -106,10 +106,13 @@ def _timeline(pricer: Pricer, ops: list[Op]) -> tuple[list[tuple[str, float, str
         elif not _pooled(op):
             last = i if i >= 0 else last
             kept.append((last, seg))
+    note = getattr(pricer, "note_ops", None)  # an export's pricer records each op's segment
     for i, op in enumerate(ops):
         if _pooled(op):
-            kept.append((i, (_X if _exchange(op) else EP,
-                             pricer.comm_time(op), op.name)))  # type: ignore[arg-type]
+            seg = (_X if _exchange(op) else EP, pricer.comm_time(op), op.name)  # type: ignore[arg-type]
+            if note is not None and seg[0] == EP:  # a blocking collective of the pass
+                note(seg, [op])
+            kept.append((i, seg))
     kept.sort(key=lambda item: item[0])  # stable: compute segments keep their order
     return [seg for _, seg in kept], host_s
 
@@ -348,6 +351,18 @@ def moe_sides(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]) -> MoeSides 
                          _gemm_s(mlp_all, gemms)))
 
 
+def note_exchanges(pricer: Pricer, sides: MoeSides, fwd_ops: list[Op],
+                   bwd_ops: list[Op]) -> None:
+    """Hand an export's pricer (one with ``note_pair``; a plain ``Pricer`` has none: nothing
+    priced reads this) the exchanges each pass of ``sides`` leaves out of its segments: they
+    run beside the pair's compute, the exposed part of them priced as the backward's
+    ``PAIR_EXPOSED`` seconds (``interop.chakra_pairs`` writes them as collectives)."""
+    note = getattr(pricer, "note_pair", None)
+    if note is not None:
+        note(sides.forward, tuple(op for op in fwd_ops if _exchange(op)), True)
+        note(sides.backward, tuple(op for op in bwd_ops if _exchange(op)), False)
+
+
 def with_exposed(bwd: Priced, extra: float) -> Priced:
     """``bwd`` with ``extra`` seconds of a pair's exposed exchanges as its last segment."""
     return bwd + interned(((EP, extra, PAIR_EXPOSED),)) if extra > 0 else bwd
@@ -360,4 +375,5 @@ def own_segments(priced: Priced) -> tuple[tuple[str, float, str], ...]:
 
 
 __all__ = ["EMPTY", "PAIR_EXPOSED", "MoeSides", "Side", "chunk_exposed", "delay_wgrad_compute",
-           "dense_sides", "exposed", "moe_sides", "own_segments", "with_exposed"]
+           "dense_sides", "exposed", "moe_sides", "note_exchanges", "own_segments",
+           "with_exposed"]

@@ -20,7 +20,8 @@ groups and peers):
   ``data_deps`` the task dependencies; a collective trainsim overlaps with the compute before
   it (ring-attention KV exchange, TP overlap) is a branch beside that compute; so are a
   forward's FSDP unit gathers and an op list's pooled expert exchanges (DualPipe's pairs), on
-  streams of their own (:mod:`trainsim.interop.chakra_gathers`);
+  streams of their own (:mod:`trainsim.interop.chakra_gathers`), and a combined-1F1B pair's
+  expert all-to-alls (:mod:`trainsim.interop.chakra_pairs`);
 * ``comm_size`` follows nccl-tests: the full buffer of all-reduce, the gathered output of
   all-gather, the input of reduce-scatter, the bytes each rank sends in all-to-all;
 * ``duration_micros`` is trainsim's time in whole microseconds (the schema's unit), rounded so
@@ -40,6 +41,7 @@ from typing import Any
 from trainsim.config import RunConfig
 from trainsim.ds_lockstep import Exchange
 from trainsim.engine import Task, Timeline, run
+from trainsim.ep_pairs import PAIR_EXPOSED
 from trainsim.interop.chakra_et import (  # noqa: F401  (re-exported)
     COMM_COLL_NODE,
     COMM_NAMES,
@@ -59,6 +61,8 @@ from trainsim.interop.chakra_et import (  # noqa: F401  (re-exported)
 )
 from trainsim.interop.chakra_gathers import GATHER_STREAM, POOL_STREAM, GatherWalk, Pool, plan
 from trainsim.interop.chakra_groups import Layout
+from trainsim.interop.chakra_nodes import _materialize, _micros
+from trainsim.interop.chakra_pairs import PAIR_STREAM, PairWindow, plan_windows
 from trainsim.interop.chakra_read import (  # noqa: F401  (re-exported)
     MAX_DURATION_MICROS,
     MAX_DURATION_S,
@@ -154,6 +158,9 @@ class _Builder:
               "each one)")
         self.sharded = False
         self.p2p = next((op for op in pricer.outside if op.name == "p2p"), None)
+        self.pair_windows: dict[int, PairWindow] = {}  # combined 1F1B (chakra_pairs)
+        self._parts: dict[int, tuple[tuple, float]] = {}  # a split segment's part -> (it, share)
+        self._kept: list[tuple] = []
 
     def add(self, stage: int, name: str, type_: int, stream: str, dur: float, data: list[int],
             **kw: Any) -> int:
@@ -167,6 +174,8 @@ class _Builder:
         return node.id
 
     def build(self) -> None:
+        self.pair_windows = plan_windows(self.tasks, self.pricer.pair_ops, self.consumers,
+                                         self.pricer.comm_time)
         for i, t in enumerate(self.tasks):
             stage = t.stream[0]
             first = len(self.nodes[stage])
@@ -319,13 +328,14 @@ class _Builder:
             for group in groups:
                 if not group:
                     continue
-                ops = [self.pricer.seg_op.get(id(s)) for s in group]
+                src = [self._parts.get(id(s), (s, 1.0)) for s in group]  # a split's share
+                ops = [(self.pricer.seg_op.get(id(s)), share) for s, share in src]
                 name = group[0][2] if len(group) == 1 else \
                     f"{group[0][2]}..{group[-1][2]} ({len(group)})"
                 last = self.add(stage, f"{t.label}: {name}", COMP_NODE, stream,
                                 sum(s[1] for s in group), head,
-                                flops=sum(getattr(o, "flops", 0.0) for o in ops),
-                                bytes=sum(getattr(o, "bytes", 0.0) for o in ops))
+                                flops=sum(getattr(o, "flops", 0.0) * f for o, f in ops),
+                                bytes=sum(getattr(o, "bytes", 0.0) * f for o, f in ops))
                 head = [last]
             pending = []
 
@@ -369,10 +379,53 @@ class _Builder:
                 pool.contention_s, head + [branch])
             head = [last]
 
+        # a combined-1F1B pass's exchanges beside it, from its start (export61)
+        window = self.pair_windows.get(i)
+        pair_branch = None  # issued as the pass starts: after its stream's node before it
+        issue = head + [p for p in (self.last_on_stream.get((stage, stream)),) if p is not None]
+        for n, (op, sec) in enumerate(zip(window.ops, window.seconds) if window else ()):
+            pair_branch = self.add(stage, f"{t.label}: paired expert exchanges [{n + 1}/"
+                              f"{len(window.ops)}]", COMM_COLL_NODE, PAIR_STREAM,  # type: ignore[union-attr]
+                              sec, issue, comm=op)
+        elapsed = 0.0  # the pass's compute-stream seconds written so far (chakra_pairs)
+
+        def pair_join() -> None:
+            """The pass's compute waits for its exchanges, then the SMs they held beyond."""
+            nonlocal head, last, pair_branch
+            flush()
+            last = self.add(stage, f"{t.label}: paired expert exchanges joined", COMP_NODE,
+                            stream, 0.0, head + [pair_branch])  # type: ignore[list-item]
+            head, pair_branch = [last], None
+            if window.contention_s > 0:  # type: ignore[union-attr]
+                last = self.add(stage, f"{t.label}: paired expert exchanges (SM contention)",
+                                COMP_NODE, stream, window.contention_s, head)  # type: ignore[union-attr]
+                head = [last]
+
         k = 0
         while k < len(segs):
             join_at(k)
             walk_to(k)
+            if window is not None and segs[k][2] == PAIR_EXPOSED:
+                k += 1  # the wait for the exchanges (pair_join) holds it
+                continue
+            if pair_branch is not None and window.join_at_s is not None and not (  # type: ignore[union-attr]
+                    segs[k][2] == "p2p send" and i in self.consumers):
+                cut = window.join_at_s - elapsed  # type: ignore[union-attr]
+                if 0 < cut < segs[k][1] and segs[k][0] in ("compute", "optimizer"):
+                    part, rest = (*segs[k][:1], cut, segs[k][2]), \
+                        (segs[k][0], segs[k][1] - cut, segs[k][2])
+                    self._parts[id(part)] = (segs[k], cut / segs[k][1])
+                    self._parts[id(rest)] = (segs[k], 1 - cut / segs[k][1])
+                    self._kept += (part, rest)  # alive while their ids key _parts
+                    pending.append(part)
+                    elapsed += cut
+                    segs[k] = rest
+                    pair_join()
+                elif cut < segs[k][1]:  # reached, or inside a collective: joined before it
+                    pair_join()
+                elapsed += segs[k][1]
+            elif pair_branch is not None:
+                elapsed += segs[k][1]
             if k in pools:  # the list's exchanges on their own stream, from its start
                 flush()
                 pool = pools[k]
@@ -444,70 +497,13 @@ class _Builder:
             k += 1
         join_at(len(segs))
         walk_to(len(segs))
+        if pair_branch is not None:
+            pair_join()
         flush()
         if last is None and not (send_s and i in self.consumers):  # an empty pass
             last = self.add(stage, t.label, COMP_NODE, stream, 0.0, head)
             head = [last]
         return self._sends(i, t, head, send_s)
-
-
-def _micros(protos: list[_Proto]) -> list[int]:
-    """Whole-microsecond durations whose running sum on each stream stays within half a
-    microsecond of the exact one (rounding error carried forward, not accumulated)."""
-    exact: dict[str, float] = defaultdict(float)
-    rounded: dict[str, int] = defaultdict(int)
-    out = []
-    for p in protos:
-        exact[p.stream] += p.duration_s * 1e6
-        us = max(0, round(exact[p.stream]) - rounded[p.stream])
-        rounded[p.stream] += us
-        out.append(us)
-    return out
-
-
-def _materialize(protos: list[_Proto], rank: int, layout: Layout,
-                 micros: list[int]) -> list[ETNode]:
-    stage = layout.stage(rank)
-    out = []
-    for p, us in zip(protos, micros):
-        attrs: dict[str, tuple[str, Any]] = {
-            "is_cpu_op": ("bool", False),
-            "trainsim.duration_s": ("double", p.duration_s),
-            "trainsim.stream": ("string", p.stream),
-        }
-        type_ = p.type
-        if type_ == COMP_NODE:
-            attrs["num_ops"] = ("uint64", round(p.flops))
-            attrs["tensor_size"] = ("uint64", round(p.bytes))
-        elif type_ == COMM_COLL_NODE:
-            comm = p.comm
-            size = round(comm.bytes) if comm is not None else 0
-            if comm is None or comm.kind not in COMM_TYPES:
-                type_ = COMP_NODE  # nothing ASTRA-sim could replay as a collective
-                attrs.update(num_ops=("uint64", 0), tensor_size=("uint64", size))
-            else:
-                gid, n = layout.group_id(comm.group, rank)
-                if n <= 1:  # a one-rank group moves nothing: keep its (zero) time as compute
-                    type_ = COMP_NODE
-                    attrs.update(num_ops=("uint64", 0), tensor_size=("uint64", 0))
-                else:
-                    attrs.update(comm_type=("int64", COMM_TYPES[comm.kind]),
-                                 comm_size=("int64", size), pg_name=("string", str(gid)))
-                    if p.exposed_only:
-                        attrs["trainsim.exposed_only"] = ("bool", True)
-        else:  # send / recv
-            peer = rank + (p.peer_stage - stage) * layout.stage_size
-            if p.ring:  # to the next rank of the ring, from the one before
-                ring = layout._ranks(p.ring, rank)
-                at = ring.index(rank) + (1 if type_ == COMM_SEND_NODE else -1)
-                peer = ring[at % len(ring)]
-            size = round(p.comm.bytes) if p.comm is not None else 0
-            src, dst = (rank, peer) if type_ == COMM_SEND_NODE else (peer, rank)
-            attrs.update(comm_src=("int64", src), comm_dst=("int64", dst),
-                         comm_tag=("int64", p.tag % 2**31), comm_size=("int64", size))
-        out.append(ETNode(id=p.id, name=p.name, type=type_, ctrl_deps=p.ctrl, data_deps=p.data,
-                          duration_micros=us, attrs=attrs))
-    return out
 
 
 def trace_nodes(cfg: RunConfig, layer_source: LayerSource | None = None,

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from trainsim.config import RunConfig
 from trainsim.ds_lockstep import Exchange
+from trainsim.ep_pairs import PAIR_EXPOSED
 from trainsim.interop.chakra import Layout, _materialize, _micros, trace_nodes
 from trainsim.interop.chakra_et import (
     COMM_COLL_NODE,
@@ -32,6 +33,7 @@ from trainsim.interop.chakra_et import (
     COMM_TYPES,
     COMP_NODE,
 )
+from trainsim.interop.chakra_pairs import PAIR_STREAM
 from trainsim.pricing import CP, DP, EP, PP, TP
 from trainsim.simulator import LayerSource
 from trainsim.workload.ops import Comm
@@ -100,11 +102,21 @@ def _simulated_comms(task, pricer, record) -> list[tuple[str, object]]:
             [(cats[0], None)]
     out: list[tuple[str, object]] = []
     for seg in detail.segments:
+        if seg[2] == PAIR_EXPOSED:  # the wait for the pair's exchanges (_pair_comms), no node
+            continue
         if seg[0] in COMM_CATEGORIES:
             ops = pricer.ops_of(seg)
             out += [(seg[0], op) for op in ops] if ops else [] if seg[1] == 0 else \
                 [(seg[0], None)]
     return out
+
+
+def _pair_comms(task, pricer) -> list[Comm]:
+    """The expert all-to-alls a combined-1F1B pass's paired layers run beside the pair
+    (``ep_pairs.note_exchanges``): on the pair's stream, in this pass or its partner's."""
+    if task.detail is None or isinstance(task.detail, Exchange):
+        return []
+    return [op for seg in task.detail.segments for op in (pricer.pair_ops(seg) or (0, ()))[1]]
 
 
 def audit_chakra(cfg: RunConfig, layer_source: LayerSource | None = None) -> Audit:
@@ -116,8 +128,13 @@ def audit_chakra(cfg: RunConfig, layer_source: LayerSource | None = None) -> Aud
     out = Audit(tasks=len(builder.tasks))
     by_written: dict[tuple[str, str], float] = defaultdict(float)
     by_simulated: dict[tuple[str, str], float] = defaultdict(float)
+    pair_expected: Counter = Counter()  # by stage: a pair's exchanges may sit in either pass
+    pair_found: Counter = Counter()
     for i, (task, (stage, first, end)) in enumerate(zip(builder.tasks, builder.span)):
-        comms = _simulated_comms(task, builder.pricer, builder.records.get(i))
+        pairs = _pair_comms(task, builder.pricer)
+        pair_expected[stage] += len(pairs)
+        comms = _simulated_comms(task, builder.pricer, builder.records.get(i)) + \
+            [(EP, op) for op in pairs]
         out.comm_tasks += bool(comms)
         own_s = sum(s for cat, s in task.segments if cat not in COMM_CATEGORIES)
         nodes = written[stage][first:end]
@@ -131,13 +148,17 @@ def audit_chakra(cfg: RunConfig, layer_source: LayerSource | None = None) -> Aud
         for p, n in zip(protos, nodes):
             if n.type == COMM_COLL_NODE and n.attr("trainsim.exposed_only"):
                 out.exposed_only.append(p.name)
-            if n.type == COMM_COLL_NODE:
+            if n.type == COMM_COLL_NODE and p.stream == PAIR_STREAM:
+                pair_found[stage] += 1
+            elif n.type == COMM_COLL_NODE:
                 found[_category(p.comm.group)] += 1  # type: ignore[union-attr]
+            if n.type == COMM_COLL_NODE:
                 key = (COMM_NAMES[n.attr("comm_type")], p.comm.group)  # type: ignore[union-attr]
                 by_written[key] += n.attr("comm_size")
             elif n.type == COMM_SEND_NODE and n.attr("comm_size") > 0:
                 found[_category(p.comm.group) if p.comm is not None else PP] += 1
         expected = Counter(cat for cat, _ in comms)
+        expected[EP] -= len(pairs)
         for cat, k in expected.items():
             if k > found[cat] and not (cat == PP and isinstance(task.detail, Exchange)):
                 out.missing[cat] += k - found[cat]
@@ -147,6 +168,9 @@ def audit_chakra(cfg: RunConfig, layer_source: LayerSource | None = None) -> Aud
                 by_simulated[(op.kind, op.group)] += round(op.bytes)
                 out.all_ranks[op.kind] = out.all_ranks.get(op.kind, 0) + \
                     round(op.bytes) * layout.stage_size
+    for stage, k in pair_expected.items():
+        if k > pair_found[stage]:
+            out.missing[EP] += k - pair_found[stage]
     out.bytes_written, out.bytes_simulated = dict(by_written), dict(by_simulated)
     return out
 

@@ -1,6 +1,7 @@
 """The pricer a Chakra export builds its graph with: it remembers which op each priced
 segment came from, the collectives a segment it did not price stands for (FSDP's gather
-waits, with their walk), and each op list's pooled expert exchanges (``chakra_gathers``)."""
+waits, with their walk), each op list's pooled expert exchanges (``chakra_gathers``), and the
+exchanges a combined-1F1B pair runs beside its passes (``ep_pairs.note_exchanges``, export61)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ class _RecordingPricer(Pricer):
     noted: dict[int, tuple[Comm, ...]]
     walks: dict[int, tuple]
     pools: dict[int, Pool]
+    pairs: dict[int, tuple[bool, tuple[Comm, ...]]]
+    """A combined-1F1B pair's layer pass (by its first segment's identity) -> (whether a
+    forward, the expert all-to-alls it leaves to run beside the pair's compute)."""
     _keep: list[Any]
 
     def __init__(self, cfg: RunConfig) -> None:
@@ -35,6 +39,15 @@ class _RecordingPricer(Pricer):
             self.walks[id(segment)] = walk
         self._keep.append(segment)
 
+    def note_pair(self, priced: Any, ops: tuple[Comm, ...], forward: bool) -> None:
+        if priced.segments and ops:
+            self.pairs[id(priced.segments[0])] = (forward, tuple(ops))
+            self._keep.append(priced)
+
+    def pair_ops(self, segment: tuple) -> tuple[bool, tuple[Comm, ...]] | None:
+        """Where a paired layer pass begins at ``segment``: (forward?, its exchanges)."""
+        return self.pairs.get(id(segment))
+
     def ops_of(self, segment: tuple) -> tuple[Comm, ...]:
         """The collectives of a communication segment, in order (none where it has none)."""
         op = self.seg_op.get(id(segment))
@@ -46,6 +59,13 @@ class _RecordingPricer(Pricer):
         if not self._pricing:
             self.outside.append(op)
         return super().comm_time(op)
+
+    def price_at(self, ops: list[Op]):
+        priced, order, at = super().price_at(ops)
+        for seg, op in zip(priced.segments, order):  # a pair's passes (``ep_pairs._timeline``)
+            self.seg_op.setdefault(id(seg), op)
+        self._keep.append(priced)
+        return priced, order, at
 
     def price(self, ops: list[Op]):
         self._pricing += 1
@@ -66,4 +86,4 @@ class _RecordingPricer(Pricer):
 def _recording() -> type[_RecordingPricer]:
     """A class of recording pricers whose instances share one set of records."""
     return type("_Recording", (_RecordingPricer,), {"seg_op": {}, "noted": {}, "walks": {}, "pools": {},
-                                                  "_keep": []})
+                                                  "pairs": {}, "_keep": []})
