@@ -201,6 +201,8 @@ def first_stage_collectives(cfg: RunConfig, layer_source: LayerSource | None = N
                 ops = builder.pricer.ops_of(seg)
                 blocks = seg[1] >= sum(map(comm_time, ops)) * (1 - 1e-12)
                 out += [(seg[0], op, blocks, 1) for op in ops]
+        # a combined-1F1B pair's exchanges, beside its compute (export61: none listed before)
+        out += [(EP, op, False, 1) for op in _pair_comms(task, builder.pricer)]
     return builder.sharded, out
 
 

@@ -272,7 +272,34 @@ def _sharded_rows(cfg: RunConfig, layer_source: LayerSource | None
         row = Row(f"{name}{suffix.lower()}", wg=(0.0, KINDS[kind] + suffix, round(size)))
         each += [row] * (count // m)
         lead += [row] * (count % m)
+    fwd_s, bwd_s = _sharded_compute(cfg, layer_source)
+    if fwd_s > 0 or bwd_s > 0:  # a row of its own in each micro-batch, a step's m-th
+        each.append(Row("fsdp_unit_copies", fwd=(fwd_s / m, "NONE", 0),
+                        ig=(bwd_s / m, "NONE", 0)))
     return lead, each[::-1]
+
+
+def _sharded_compute(cfg: RunConfig, layer_source: LayerSource | None) -> tuple[float, float]:
+    """(forward, backward) seconds of one step that the first stage's passes compute for
+    their FSDP units beside the layers' own work, as the simulated task graph prices them
+    (``sharded_passes.unit_gather_passes``: FSDP2's all-gather copy-out and reduce-scatter
+    copy-in, FSDP1's gradient flattening, Megatron-FSDP's gradient copies, the no-sync
+    accumulation): the pass tasks' compute and host segments that are not the chunks'. Until
+    export61 the SimAI rows (the layers' op lists) had none of it: 2.16 of 55.7 ms a step under
+    torchtitan's FSDP2 (4 micro-batches), 6.35 of 54.6 ms under Megatron-FSDP
+    (benchmarks/export61_pairs.py ``--simai``)."""
+    from trainsim.simulator import build_graph
+
+    graph = build_graph(cfg, Pricer(cfg), layer_source)
+    own = {id(seg) for ch in graph.chunks.values() for seg in ch.fwd.segments + ch.bwd.segments}
+    out = [0.0, 0.0]
+    for t in graph.tasks:
+        if t.stream != (0, "compute") or t.detail is None:
+            continue
+        extra = sum(seg[1] for seg in t.detail.segments  # type: ignore[attr-defined]
+                    if seg[0] in ("compute", "host") and id(seg) not in own)
+        out[not t.label.startswith("F ")] += extra
+    return out[0], out[1]
 
 
 def header(cfg: RunConfig) -> str:
