@@ -71,7 +71,8 @@ def test_every_micro_batchs_exchanges_are_written():
     assert sum(p.stream == PAIR_STREAM for p in a2a) == 48
 
 
-@pytest.mark.parametrize("name", [M4, *EXPOSED])
+@pytest.mark.parametrize("name", [M4, *EXPOSED[:3], pytest.param(EXPOSED[3],
+                                                                   marks=pytest.mark.slow)])
 def test_pairs_replay_to_the_simulated_iteration(name, tmp_path):
     """Audited clean, and replayed with every collective at its whole time the export lasts
     the simulated iteration, the pairs' exposed seconds from none to most of the step."""

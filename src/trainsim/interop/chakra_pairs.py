@@ -11,16 +11,22 @@ take, as ``PAIR_EXPOSED`` seconds on the backward (``ep_pairs.exposed``, summed 
 wrote those seconds as a node with no collective and the exchanges not at all.
 
 Here each pass's exchanges (recorded by ``ep_pairs.note_exchanges``) are collective nodes of
-their whole time on a stream of their own (:data:`PAIR_STREAM`), issued when the pass starts;
-the backward's exposed seconds are no node: the backward's compute waits for its exchanges
-where the pass has run ``S - X`` of its compute (``S`` the exchanges' whole seconds, ``X`` the
-exposed ones), so a replay with the simulated durations lasts ``busy + X`` as the simulation
-charged, and a slower network lengthens the pair one for one. The forward's exchanges are
-joined at its end. Where the backward's own exchanges are shorter than ``X`` the forward's
-first exchanges join them (the pair's exposure is the pair's), where a forward's are longer
-than its compute its first ones run in the backward; exposure left beyond every exchange's
-whole time is the SMs they held: an ``(SM contention)`` node. A replay is exact when the
-windows so filled fit (``chakra_audit.timed_replay``, tests/test_export61.py).
+their whole time on a stream of their own (:data:`PAIR_STREAM`), issued when the pass starts
+(after the node before it on its stream); the backward's exposed seconds are no node. Where the
+pair's exchanges fit in the backward's compute plus its exposed seconds (``busy + X``), the
+backward holds its own (and the forward's first ones where its own are shorter than ``X``, or
+the forward's compute is shorter than its own) and its compute waits for them ``S - X`` into
+its compute (``S`` their whole seconds; a compute segment is split there), so it lasts
+``busy + X``; the forward's are joined at its end. Where they do not fit, the backward's window
+is filled to ``busy + X`` exactly (the exchange that straddles the end written as two
+collectives, its bytes split as its time) and joined at its end, and the forward holds the
+rest, which fit in its compute (``ep_pairs.exposed``: a pair's time is never less than its
+exchanges'). Exposure beyond every exchange's whole time is the SMs they held: an ``(SM
+contention)`` node. Replayed with the simulated durations, the pair lasts what the simulation
+charged, and a slower network lengthens an exposed pair one for one
+(``chakra_audit.timed_replay``, tests/test_export61.py). A wait that falls inside a collective
+on the compute stream is joined before it (inexact by the part of that collective; no
+configuration of benchmarks/export61_pairs.py meets it).
 """
 
 from __future__ import annotations
