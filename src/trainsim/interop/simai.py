@@ -291,7 +291,9 @@ def _sharded_compute(cfg: RunConfig, layer_source: LayerSource | None) -> tuple[
     from trainsim.simulator import build_graph
 
     graph = build_graph(cfg, Pricer(cfg), layer_source)
-    own = {id(seg) for ch in graph.chunks.values() for seg in ch.fwd.segments + ch.bwd.segments}
+    lone = getattr(graph, "lone", None)  # the combined 1F1B's passes priced alone
+    chunks = [*graph.chunks.values(), *(lone.chunks.values() if lone is not None else ())]
+    own = {id(seg) for ch in chunks for seg in ch.fwd.segments + ch.bwd.segments}
     out = [0.0, 0.0]
     for t in graph.tasks:
         if t.stream != (0, "compute") or t.detail is None:
