@@ -384,9 +384,8 @@ class _Builder:
         pair_branch = None  # issued as the pass starts: after its stream's node before it
         issue = head + [p for p in (self.last_on_stream.get((stage, stream)),) if p is not None]
         for n, (op, sec) in enumerate(zip(window.ops, window.seconds) if window else ()):
-            pair_branch = self.add(stage, f"{t.label}: paired expert exchanges [{n + 1}/"
-                              f"{len(window.ops)}]", COMM_COLL_NODE, PAIR_STREAM,  # type: ignore[union-attr]
-                              sec, issue, comm=op)
+            label = f"{t.label}: paired expert exchanges [{n + 1}/{len(window.ops)}]"  # type: ignore[union-attr]
+            pair_branch = self.add(stage, label, COMM_COLL_NODE, PAIR_STREAM, sec, issue, comm=op)
         elapsed = 0.0  # the pass's compute-stream seconds written so far (chakra_pairs)
 
         def pair_join() -> None:
