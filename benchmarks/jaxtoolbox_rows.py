@@ -140,6 +140,7 @@ def pax_rows() -> list[dict[str, object]]:
                 zero_stage=0 if fsdp == 1 else 3, dp_replicate="" if fsdp == 1 else gpus // fsdp,
                 global_batch_size=gbs, micro_batch_size=bs, dtype=dtype,
                 fp8_recipe="delayed" if dtype == "fp8" else "", framework="paxml",
+                options="" if te else "xla_layers",
                 framework_version=version, attention=att, attention_dropout=0, hidden_dropout=0,
                 measured_iteration_s=step,
                 source=(f"{JT} {PAX_README} {cite}, '{gpu.upper()} Results' table, line {line} "
@@ -156,7 +157,8 @@ def pax_rows() -> list[dict[str, object]]:
                                   "replica") +
                       f"; {why}; {att_why}; "
                       + ("Transformer Engine layers (ENABLE_TE=1)" if te else
-                         "Praxis's own layers (ENABLE_TE=0: XLA's GEMMs and fusions)")
+                         "Praxis's own layers (ENABLE_TE=0: XLA's GEMMs and fusions; option "
+                         "xla_layers)")
                       + ("; fp8: TE delayed scaling (ENABLE_FP8=1)" if dtype == "fp8" else "")
                       + "; XLA latency-hiding scheduler with async all-gather / reduce-scatter / "
                       "all-reduce (run_pile_multinode.sh XLA_FLAGS; no option cell: the "

@@ -187,6 +187,9 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     grad_reduce_field(training)
     name = training.get("framework")
     if not _given(name):
+        if truthy(training.get("xla_layers")):
+            raise ConfigError("training.xla_layers=true needs training.framework (whose profile "
+                              "has layers of its own beside Transformer Engine's: paxml)")
         if _given(training.get("framework_version")):  # it dates a framework's defaults
             raise ConfigError(f"training.framework_version={training['framework_version']!r} "
                               "needs training.framework (whose defaults at that version apply)")
@@ -214,6 +217,10 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                           "DistributedFusedAdam (profile feature apex_distributed_adam), whose "
                           "``dtype`` it is; Megatron-core takes exp_avg_dtype / exp_avg_sq_dtype "
                           "with use_precision_aware_optimizer")
+    if truthy(training.get("xla_layers")) and profile.supports("xla_layers") is not True:
+        raise ConfigError(f"training.xla_layers=true but {where} has no layers of its own in "
+                          "place of Transformer Engine's to run (profile feature xla_layers: "
+                          "Paxml's ENABLE_TE=0); leave it unset")
     from trainsim.catalog.run_framework import graph_scopes_problem
 
     graph_scopes_problem(training.get("cuda_graph_scope"), profile, where)

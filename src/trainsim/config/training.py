@@ -177,6 +177,12 @@ class TrainingConfig:
     (``workload.head.onehot_lookup``): MaxText's ``use_iota_embed=true``, the
     ``onehot_embedding`` option of a validation row. Off: the framework's own lookup, which its
     profile's ``onehot_embedding`` may make one-hot (Praxis's ``lookup_style 'matmul'``)."""
+    xla_layers: bool = False
+    """The model runs its framework's own layers as XLA compiles them where the framework's
+    recipes run Transformer Engine's: a Paxml run with ``ENABLE_TE=0`` (Praxis's
+    ``DotProductAttention``: a materialized attention's softmax in fp32 as XLA's reduction
+    fusions, ``workload.xla_layers``). Only where the framework's profile has ``xla_layers``;
+    the ``xla_layers`` option of a validation row."""
     sdpa_enable_gqa: bool = False
     """SDPA receives GQA's K and V heads as they are (``enable_gqa=True``, torch >= 2.5): the
     model copies nothing before it even where its framework profile's models repeat K and V

@@ -16,7 +16,8 @@ fp32, then ``.type(value.dtype)``) keeps the fp32 softmax output for softmax's b
 the 16-bit probabilities the value matmul keeps: 4 more bytes a score (6 without the cap, 8 with
 it; a saved-tensor hook over that code keeps exactly these). Transformer Engine's unfused
 attention keeps the same where its fused softmax does not run and it falls back to the fp32
-``torch.nn.Softmax`` (``workload.te_unfused``: 16,384 keys and more). Selective recomputation of
+``torch.nn.Softmax`` (``workload.te_unfused``: 16,384 keys and more), and Praxis's attention
+under XLA keeps its fp32 ``exp`` (``workload.xla_layers``). Selective recomputation of
 core attention keeps none of these.
 """
 
@@ -26,6 +27,7 @@ from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.te_unfused import te_softmax_in_fp32
+from trainsim.workload.xla_layers import XLA_SOFTMAX_SAVED_BYTES, xla_softmax_in_fp32
 
 SOFTCAP_SAVED_BYTES = 2.0
 """16-bit tanh output a soft-capped score keeps (torch's tanh_backward reads ``result``)."""
@@ -49,4 +51,6 @@ def score_bytes(cfg: RunConfig, b: float, heads: float, q_len: float, kv_len: fl
     if profile_supports(cfg, "softmax_fp32_saved") or te_softmax_in_fp32(
             cfg, int(b), int(heads), int(q_len), int(kv_len)):
         per += SOFTMAX_FP32_SAVED_BYTES
+    if xla_softmax_in_fp32(cfg):  # Praxis's softmax under XLA keeps its fp32 exp
+        per += XLA_SOFTMAX_SAVED_BYTES
     return per * b * heads * q_len * kv_len

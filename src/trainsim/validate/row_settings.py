@@ -63,6 +63,8 @@ OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
                  "no_grad_clip": ("training", ("no_grad_clip",)),
                  # the token and position lookups as one-hot GEMMs (MaxText use_iota_embed)
                  "onehot_embedding": ("training", ("onehot_embedding",)),
+                 # Praxis's own layers, not Transformer Engine's (Paxml ENABLE_TE=0)
+                 "xla_layers": ("training", ("xla_layers",)),
                  # Megatron-core's use_precision_aware_optimizer (TE FusedAdam keeps the master
                  # weights: int16 remainders of bf16 parameters, memory.state._master_bytes), as
                  # NeMo's performance scripts set it for bf16 runs (NVIDIA/NeMo@b4148d2169

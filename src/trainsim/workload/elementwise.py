@@ -73,6 +73,12 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     ("swiglu", "scalar"): (lambda e: 3 * e, 1),
     ("rmsnorm", "scalar_two_pass"): (lambda e: 3 * e, 1),
     ("layernorm", "scalar_two_pass"): (lambda e: 3 * e, 1),
+    # Praxis's LayerNorm as XLA fuses it (a Paxml run with ENABLE_TE=0, training.xla_layers;
+    # google/praxis@fc68027 praxis/layers/normalizations.py L368-382: ``mean``, then
+    # ``mean(square(x - mean))``, then ``(x - mean) * rsqrt(var + eps)``, scale and bias): two
+    # dependent row reductions (each reads x, e) and the normalizing fusion (reads x, writes
+    # y: 2e); inferred from the program, the compiled HLO not read
+    ("layernorm", "xla"): (lambda e: 4 * e, 3),
     # a pointwise op (GELU, a copy, the kernels files' residual add of a tensor to itself,
     # x + x): one kernel, read, write
     ("gelu", "fused"): (lambda e: 2 * e, 1),
@@ -217,6 +223,12 @@ BACKWARD: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     ("rmsnorm", "two_pass"): (lambda e: 3 * e, 1),
     ("layernorm", "two_pass"): (lambda e: 3 * e, 1),
     ("layernorm", "scalar_two_pass"): (lambda e: 3 * e, 1),
+    # its JAX autodiff backward under XLA: the scale's and bias's column reductions over the
+    # tokens (read the gradient and x: 2e), the row reduction of the gradient times x - mean
+    # for the variance's gradient (2e), the row mean of the centred gradient (2e; it needs the
+    # first), and the fusion writing dx (reads both, writes: 3e); x - mean is recomputed from
+    # x in each (a cheap producer fused into its consumers)
+    ("layernorm", "xla"): (lambda e: 9 * e, 4),
 }
 """Backward of memory-bound ops whose kernels the generic rule (read the saved input and the
 output gradient, write the input gradient: 1.5x the forward's bytes) misses."""

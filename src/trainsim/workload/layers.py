@@ -60,6 +60,7 @@ from trainsim.workload.softmax import (
 )
 from trainsim.workload.te_unfused import te_unfused_ops
 from trainsim.workload.unpad import pad_op, triton_grad_op, unpad_ops
+from trainsim.workload.xla_layers import xla_softmax_ops
 
 PARALLEL_MLP_NORM = "parallel_mlp_norm"
 """The MLP's norm in a two-norm parallel block (``parallel_block_norms`` 2), beside
@@ -241,6 +242,7 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             # Hugging Face's eager attention: scale, fp32 mask add, fp32 softmax, cast
             ops.extend(hf_eager_score_ops(core.batch * core.heads * core.pairs))
         ops.extend(te_unfused_ops(cfg, core))  # Transformer Engine's mask and fp32 fallback
+        ops.extend(xla_softmax_ops(cfg, core))  # Praxis's fp32 softmax as XLA's fusions
         if sh.softmax_args_swapped and core.impl == "unfused" and not fused_softmax_runs(
                 core.batch, core.heads, core.q_len, core.kv_len, args_swapped=True):
             ops.extend(torch_softmax_fallback(core.batch * core.heads * core.pairs))

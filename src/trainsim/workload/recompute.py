@@ -18,9 +18,13 @@ from trainsim.workload.ops import MATERIALIZED_SCORES, Attention, Comm, Gemm, Op
 from trainsim.workload.remat_policy import kept_ops, policy_recompute, remat_policy
 from trainsim.workload.shard import separate_projections
 from trainsim.workload.te_unfused import CORE_ATTENTION_OPS
+from trainsim.workload.xla_layers import XLA_CORE_OPS
 
 if TYPE_CHECKING:
     from trainsim.workload.shard import Shard
+
+CORE_OPS = CORE_ATTENTION_OPS | XLA_CORE_OPS
+"""Ops inside the core attention, beside it: re-run with it."""
 
 _SHARED_EXPERT = frozenset({"shared_fc1", "shared_act", "shared_fc2", "shared_expert"})
 
@@ -131,7 +135,7 @@ def _layer_recompute(cfg: RunConfig, fwd: list[Op], whole: bool) -> list[Op]:
             if "core_attn" in modules and (op.impl in MATERIALIZED_SCORES or fused_rerun):
                 out.append(_renamed(op, "recompute."))
             continue
-        if op.name == "attn_softcap" or op.name.split(".")[0] in CORE_ATTENTION_OPS:
+        if op.name == "attn_softcap" or op.name.split(".")[0] in CORE_OPS:
             # inside core_attention (Gemma2DotProductAttention; Transformer Engine's unfused)
             out += [_renamed(op, "recompute.")] if "core_attn" in modules else []
             continue

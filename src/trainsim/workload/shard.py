@@ -54,6 +54,7 @@ from trainsim.workload.ops import (
     Op,
 )
 from trainsim.workload.wgrad_fusion import unfused_grad_accumulation
+from trainsim.workload.xla_layers import xla_norms
 
 TE_CACHED_DUMMY_WGRAD = "2.3"
 """First Transformer Engine release whose ``Linear`` / ``LayerNormLinear`` / ``LayerNormMLP``
@@ -369,7 +370,7 @@ def shard_of(cfg: RunConfig) -> Shard:
                  eager=t.modules == "eager" and not t.compile,
                  split_projections=separate_projections(cfg),
                  autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8",
-                 compiled=t.compile, norm=t.norm,
+                 compiled=t.compile, norm="xla" if xla_norms(cfg) else t.norm,
                  fp8_local_cast=t.dtype == "fp8" and p.tp > 1 and p.sequence_parallel
                  and profile_supports(cfg, "fp8_cast_before_gather"),
                  fp8_row_cast_only=te_row_cast_only(cfg),
