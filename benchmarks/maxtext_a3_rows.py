@@ -20,6 +20,7 @@ import mirror_rows
 
 HEADER = mirror_rows.v2_header(nic_gbps_per_gpu=["gpus_per_nic", "fabric"],
                                distributed_optimizer=["dp_replicate"],
+                               recompute_modules=["remat_policy"],
                                note=["attention_dropout", "hidden_dropout"])
 MT_DIR, MT = "AI-Hypercomputer+maxtext", "AI-Hypercomputer/maxtext"
 COMMIT = "efb6d9e4a"
@@ -60,7 +61,7 @@ def rows() -> list[dict[str, object]]:
             gpu="h100-sxm-80gb", num_gpus=gpus, gpus_per_node=8, nic_gbps_per_gpu=100, gpus_per_nic=2,
             fabric="tcpx", tp=1,
             pp=1, cp=1, ep=1, vpp=1, sequence_parallel=0, recompute="selective",
-            recompute_modules="layernorm", zero_stage=3, dp_replicate=vms,
+            remat_policy="minimal_flash", zero_stage=3, dp_replicate=vms,
             global_batch_size=BS * gpus, micro_batch_size=BS, dtype="bf16",
             options="onehot_embedding", framework="maxtext", framework_version="2024-04-09",
             attention="cudnn", attention_dropout=0, hidden_dropout=0, measured_iteration_s=step,
@@ -79,10 +80,14 @@ def rows() -> list[dict[str, object]]:
                   f"accumulation; max_target_length {SEQ}; attention=cudnn_flash_te (cuDNN fused "
                   "attention through Transformer Engine, NVTE_FUSED_ATTN=1): cudnn; "
                   "remat_policy=minimal_flash (layers/models.py: save_from_both_policies("
-                  "checkpoint_dots_with_no_batch_dims, save_only_these_names('context')): every "
-                  "projection's output and the attention context kept, the RMS norms and the "
-                  "SwiGLU product re-run): written layernorm (the activation re-run has no "
-                  "module); scan_layers=false; use_iota_embed=true (the token lookup a one-hot "
+                  "checkpoint_dots_with_no_batch_dims, save_only_these_names('context')); no "
+                  "MaxText layer names a 'context' at the commit and TE's fused attention is a "
+                  "custom_vjp whose residuals carry no name, so every projection's output is "
+                  "kept and the RMS norms, the residual add between them, RoPE, the cuDNN "
+                  "attention and the SwiGLU product re-run, the MLP's output projection not: "
+                  "jax.checkpoint DCE; workload.remat_policy; column remat_policy, as "
+                  "training_jaxtoolbox's MaxText row); scan_layers=false; use_iota_embed=true "
+                  "(the token lookup a one-hot "
                   "dot: option onehot_embedding); dtype bfloat16, weight_dtype float32, adamw; "
                   "logits_dot_in_fp32 True (base.yml default at the commit: the logits GEMM in "
                   "fp32, which no cell states); XLA latency-hiding scheduler with pipelined "
@@ -141,6 +146,11 @@ def check() -> list[str]:
     if not all(p in policy for p in ("checkpoint_dots_with_no_batch_dims",
                                      "save_only_these_names('context',)")):
         bad.append("models.py: minimal_flash is not dots-without-batch-dims plus 'context'")
+    if "checkpoint_name(" in models or any(
+            "\"context\")" in t or "'context')" in t for t in (
+                mirror_rows.show(MT_DIR, COMMIT, f"MaxText/layers/{f}.py")
+                for f in ("attentions", "linears", "llama2"))):
+        bad.append("a MaxText layer names a 'context' (minimal_flash would keep it)")
     return bad
 
 

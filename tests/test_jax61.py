@@ -107,3 +107,18 @@ def test_plain_xla_rows_state_the_option_and_run_slower():
         twin = row_config({**r, "options": ""})
         assert cfg.training.xla_layers and not twin.training.xla_layers
         assert trainsim.simulate(cfg).iteration_time_s > trainsim.simulate(twin).iteration_time_s
+
+
+def test_a3_rows_state_maxtext_minimal_flash():
+    """Google's A3 MaxText rows state their scripts' ``remat_policy=minimal_flash`` as the
+    policy (as training_jaxtoolbox's MaxText row), not a module set: the cuDNN attention re-runs
+    (TE's fused attention keeps no named residual), the projections do not."""
+    rows = list(csv.DictReader((ROOT / "benchmarks" / "training_maxtext_a3.csv").open()))
+    assert len(rows) == 5
+    for r in rows:
+        assert (r["remat_policy"], r["recompute_modules"]) == ("minimal_flash", ""), r["id"]
+        cfg = row_config(r)
+        sh = shard_of(cfg)
+        redo = {op.name.removeprefix("recompute.")
+                for op in layer_recompute(cfg, sh, layer_forward(cfg, sh, moe=False))}
+        assert "attn_core" in redo and not redo & {"q_proj", "k_proj", "v_proj", "out_proj"}
