@@ -74,10 +74,11 @@ def test_looped_bfs_steady_state_agrees_with_the_full_simulation(monkeypatch):
 
 @pytest.mark.slow
 def test_looped_bfs_steady_state_agrees_with_the_full_simulation_on_all_configs(monkeypatch):
-    """The same over all 200 random configs, 19 in 20 proven (overlapped sends or not)."""
+    """The same over all 200 random configs, every one proven (overlapped sends or not;
+    settle60: 199, zbproof61's ladder ending at the longest run it affords the last)."""
     methods = _agree(monkeypatch, _configs(N_CONFIGS))
     proven = methods["steady-state", True] + methods["steady-state", False]
-    assert proven >= 0.95 * N_CONFIGS, methods
+    assert proven == N_CONFIGS, methods
     assert methods["steady-state", True] >= N_CONFIGS // 4, methods
 
 

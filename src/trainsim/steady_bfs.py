@@ -55,7 +55,9 @@ else is refused: simulated in full.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from itertools import chain
+from operator import attrgetter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -65,6 +67,7 @@ from trainsim.optimizer_tasks import AFTER, BEFORE
 from trainsim.steady_gpipe import forward_phase_ends
 
 PLAIN, COPY0, COPY1 = 0, 1, 2
+_duration, _deps, _slows = attrgetter("duration_s"), attrgetter("deps"), attrgetter("slows")
 
 
 def least_length(pp: int, vpp: int) -> int:
@@ -98,54 +101,140 @@ def _b_to_a(tag: int, m_a: int, vpp: int) -> tuple[int, int, bool]:
     return base + p, COPY0 if p == m_a - 2 else PLAIN, False
 
 
+def _b_to_a_arrays(tags_b: list[int], m_a: int, vpp: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_b_to_a` for every task of B at once: counterpart positions, classes, forward."""
+    tags = np.asarray(tags_b, dtype=np.int64)
+    m_b = m_a + 1
+    tag_a, kind = tags.copy(), np.zeros(len(tags), dtype=np.int8)
+    fwd = tags == BEFORE
+    passes = (tags != BEFORE) & (tags != AFTER)
+    f = passes & (tags < vpp * m_b)
+    c, mb = np.divmod(tags[f], m_b)
+    tag_a[f] = c * m_a + np.minimum(mb, m_a - 1)
+    kind[f] = np.where(mb == m_a, COPY1, np.where(mb == m_a - 1, COPY0, PLAIN))
+    fwd[f] = True
+    bk = passes & ~f
+    run, p = np.divmod(tags[bk] - vpp * m_b, m_b)
+    tag_a[bk] = vpp * m_a + run * m_a + np.where(p == m_a - 1, m_a - 2,
+                                                 np.where(p == m_a, m_a - 1, p))
+    kind[bk] = np.where(p == m_a - 1, COPY1, np.where(p == m_a - 2, COPY0, PLAIN))
+    return tag_a, kind, fwd
+
+
+def _stream_positions(tl: Timeline, streams: list) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per task of ``tl``: its stream's number in ``streams`` and its place in that queue."""
+    sid = np.full(len(tl.tasks), -1, dtype=np.int64)
+    pos = np.zeros(len(tl.tasks), dtype=np.int64)
+    for s, stream in enumerate(streams):
+        queue = np.asarray(tl.queues[stream], dtype=np.int64)
+        sid[queue], pos[queue] = s, np.arange(len(queue))
+    return None if (sid < 0).any() else (sid, pos)
+
+
+def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For ``keys`` sorted: the distinct keys, each one's first index and count, and each
+    element's rank within its key."""
+    uniq, first, count = np.unique(keys, return_index=True, return_counts=True)
+    rank = np.arange(len(keys)) - np.repeat(first, count)
+    return uniq, first, count, rank
+
+
 def _matching(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[int], m_a: int,
               vpp: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Per task of B: its counterpart in A, its class and whether it is of the forward phase;
     None where B's tasks are not A's with a period inserted in every run. On each stream the
     k-th task of B at a position and class is matched with the k-th of A at the counterpart
-    position; copies 0 and 1 each cover every task of A at the period's position."""
+    position; copies 0 and 1 each cover every task of A at the period's position. (Array
+    form of settle60's loop over each stream's tasks: the same matches, zbproof61.)"""
     if ta.queues.keys() != tb.queues.keys():
         return None
-    n = len(tb.tasks)
-    counterpart = np.full(n, -1, dtype=np.int64)
-    cls, forward = np.zeros(n, dtype=np.int8), np.zeros(n, dtype=bool)
+    streams = list(tb.queues)
+    found_a, found_b = _stream_positions(ta, streams), _stream_positions(tb, streams)
+    if found_a is None or found_b is None:
+        return None
+    (sid_a, pos_a), (sid_b, pos_b) = found_a, found_b
+    tag_b, cls, forward = _b_to_a_arrays(tags_b, m_a, vpp)
+    tags = np.unique(np.concatenate([np.asarray(tags_a, dtype=np.int64), tag_b]))
+    width = len(tags)
+    key_a = sid_a * width + np.searchsorted(tags, np.asarray(tags_a, dtype=np.int64))
+    key_b = sid_b * width + np.searchsorted(tags, tag_b)
+    order_a = np.lexsort((pos_a, key_a))  # by stream and position, in queue order
+    uniq_a, first_a, count_a, _ = _groups(key_a[order_a])
+    late = (cls == COPY1).astype(np.int64)  # copies 1 matched apart from the rest
+    order_b = np.lexsort((pos_b, late, key_b))
+    key2 = (key_b * 2 + late)[order_b]
+    uniq_b, _, count_b, rank_b = _groups(key2)
+    at = np.searchsorted(uniq_a, uniq_b // 2)
+    if (at >= len(uniq_a)).any():
+        return None
+    if not (np.array_equal(uniq_a[at], uniq_b // 2) and np.array_equal(count_a[at], count_b)):
+        return None  # a position with more or fewer tasks in A than in B
+    group = np.repeat(np.arange(len(uniq_b)), count_b)
+    counterpart = np.empty(len(tb.tasks), dtype=np.int64)
+    counterpart[order_b] = order_a[first_a[at[group]] + rank_b]
+    with_copies = np.unique(key_b[cls != PLAIN])
+    halves = np.unique(uniq_b // 2, return_counts=True)
+    if not np.all(halves[1][np.searchsorted(halves[0], with_copies)] == 2):
+        return None  # a period's copies 0 and 1 of different sizes
     covered = np.zeros(len(ta.tasks), dtype=bool)
-    for stream, queue_b in tb.queues.items():
-        at: dict[int, list[int]] = defaultdict(list)
-        for i in ta.queues[stream]:
-            at[tags_a[i]].append(i)
-        seen: dict[tuple[int, bool], int] = defaultdict(int)
-        copies: set[int] = set()
-        for i in queue_b:
-            tag, kind, fwd = _b_to_a(tags_b[i], m_a, vpp)
-            key = (tag, kind == COPY1)
-            k = seen[key]
-            seen[key] += 1
-            if k >= len(at.get(tag, ())):
-                return None
-            counterpart[i], cls[i], forward[i] = at[tag][k], kind, fwd
-            covered[at[tag][k]] = True
-            if kind != PLAIN:
-                copies.add(tag)
-        if any(n_seen != len(at[tag]) for (tag, _), n_seen in seen.items()):
-            return None  # a counterpart position with more tasks in A
-        if any(seen[tag, True] != seen[tag, False] for tag in copies):
-            return None  # a period's copies 0 and 1 of different sizes
+    covered[counterpart] = True
     return (counterpart, cls, forward) if covered.all() else None
 
 
+class _Edges(NamedTuple):
+    """B's tasks against A's, read once for both phases' :func:`_slopes`: whether each task
+    lasts as its counterpart does, and every input (``xs`` waits on ``ds``: its dependencies,
+    ``dep_x`` on ``dep_d``, then its stream's task before it)."""
+
+    same: np.ndarray
+    xs: np.ndarray
+    ds: np.ndarray
+    dep_x: np.ndarray
+    dep_d: np.ndarray
+
+
+def _edges(a: Timeline, b: Timeline, j: np.ndarray) -> _Edges:
+    """:class:`_Edges` of B (``j``: each task's counterpart in A)."""
+    n = len(b.tasks)
+    dur_a = np.fromiter(map(_duration, a.tasks), float, len(a.tasks))
+    same = np.fromiter(map(_duration, b.tasks), float, n) == dur_a[j]
+    n_deps = np.fromiter(map(len, map(_deps, b.tasks)), np.int64, n)
+    dep_x = np.repeat(np.arange(n), n_deps)
+    dep_d = np.fromiter(chain.from_iterable(map(_deps, b.tasks)), np.int64, len(dep_x))
+    prev = np.full(n, -1, dtype=np.int64)
+    for queue in b.queues.values():
+        prev[queue[1:]] = queue[:-1]
+    on = np.flatnonzero(prev >= 0)
+    return _Edges(same, np.concatenate([dep_x, on]), np.concatenate([dep_d, prev[on]]),
+                  dep_x, dep_d)
+
+
 def _slopes(a: Timeline, b: Timeline, j: np.ndarray, cls: np.ndarray, member: np.ndarray,
-            fixed: np.ndarray, origin: tuple[float, float], tol: float
+            fixed: np.ndarray, origin: tuple[float, float], tol: float, edges: _Edges
             ) -> tuple[np.ndarray, np.ndarray] | None:
     """Per task of B in ``member`` (a phase), its ``sigma`` and ``tau`` from ``origin`` (A's,
     B's: the phase's start), proven as the module docstring says where no task slows another
     (the caller checks contention); None where the claim is not shown. Inputs outside the phase
     count as ended by its origin, not moving from it."""
+    got = _paces(a, b, j, cls, member, origin, tol, edges)
+    if got is None:
+        return None
+    sigma, tau, twin = got
+    eb = np.asarray(b.end_s) - origin[1]
+    sb = np.asarray(b.start_s) - origin[1]
+    return (sigma, tau) if _inputs_bind(cls, member, fixed, sigma, tau, twin, sb, eb, tol,
+                                        edges) else None
+
+
+def _paces(a: Timeline, b: Timeline, j: np.ndarray, cls: np.ndarray, member: np.ndarray,
+           origin: tuple[float, float], tol: float, edges: _Edges
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`_slopes`'s ``sigma`` and ``tau`` read from A and B, and each copy 1's copy 0
+    (-1 for the rest); None where a task is slowed otherwise than its counterpart."""
     n = len(b.tasks)
-    dur_a = np.fromiter((t.duration_s for t in a.tasks), float, len(a.tasks))
-    dur_b = np.fromiter((t.duration_s for t in b.tasks), float, n)
     jm = np.where(member, j, 0)
-    if not np.array_equal(dur_a[jm][member], dur_b[member]):
+    if not edges.same[member].all():
         return None
     sa, ea = np.asarray(a.start_s) - origin[0], np.asarray(a.end_s) - origin[0]
     sb, eb = np.asarray(b.start_s) - origin[1], np.asarray(b.end_s) - origin[1]
@@ -157,47 +246,53 @@ def _slopes(a: Timeline, b: Timeline, j: np.ndarray, cls: np.ndarray, member: np
     ones = np.flatnonzero(member & (cls == COPY1))
     if len(copy0) != len(ones):
         return None
+    twin_of = np.full(n, -1, dtype=np.int64)
     for i in ones:
         twin = copy0.get(int(j[i]))
         if twin is None or abs((eb[i] - eb[twin]) - (sb[i] - sb[twin])) > tol:
             return None
         sigma[i], tau[i] = sigma[twin], sb[i] - sb[twin]
         tau[twin] = tau[i]  # a copy 0's pace, which its copies after it keep
-    tasks = b.tasks
-    prev = np.full(n, -1, dtype=np.int64)
-    for queue in b.queues.values():
-        prev[queue[1:]] = queue[:-1]
-    # a copy 1's plain inputs that its copy 0 waits on too: every copy's in G_k (a reduction
-    # the whole run of a chunk's passes queues behind)
-    shared = {int(i): set(tasks[copy0[int(j[i])]].deps) for i in ones}
-    for x in np.flatnonzero(member):
-        ins = tasks[x].deps + ([int(prev[x])] if prev[x] >= 0 else [])
-        # along k, and along k and j together (a copy j >= 1; j is 0 for the others)
-        own = (sigma[x], sigma[x] + (tau[x] if cls[x] == COPY1 else 0.0))
-        binding = not ins and abs(own[0]) <= tol and abs(own[1]) <= tol
-        for d in ins:
-            if not member[d]:
-                coef, ed = (0.0, 0.0), min(eb[d], 0.0)
-            else:
-                if cls[x] == COPY1:
-                    if cls[d] == PLAIN and not fixed[d] and d not in shared.get(int(x), ()):
-                        return None  # a plain input of a copy: which task in G_k unknown
-                    coef = (sigma[d], sigma[d] + tau[d]) if cls[d] != PLAIN else \
-                        (sigma[d], sigma[d])
-                else:
-                    if cls[d] == COPY0 and cls[x] == PLAIN:
-                        return None  # a plain task after copy 0: which copy in G_k unknown
-                    if cls[d] == COPY1 and cls[x] == COPY0:
-                        return None
-                    s = sigma[d] + (tau[d] if cls[d] == COPY1 else 0.0)  # copy 1: the last
-                    coef = (s, s)
-                ed = eb[d]
-            if coef[0] > own[0] + tol or coef[1] > own[1] + tol:
-                return None  # an input that would overtake it
-            binding |= ed >= sb[x] - tol and coef[0] >= own[0] - tol and coef[1] >= own[1] - tol
-        if not binding:
-            return None
-    return sigma, tau
+        twin_of[i] = twin
+    return sigma, tau, twin_of
+
+
+def _inputs_bind(cls: np.ndarray, member: np.ndarray, fixed: np.ndarray, sigma: np.ndarray,
+                 tau: np.ndarray, twin_of: np.ndarray, sb: np.ndarray, eb: np.ndarray,
+                 tol: float, edges: _Edges) -> bool:
+    """Whether every task of the phase ``member`` starts at the latest end of its inputs'
+    images in G_k with its own coefficients, none larger (the module docstring); settle60's
+    loop over each task's inputs, as arrays over every input at once (zbproof61: the same
+    decisions, tests/test_zbproof61.py)."""
+    n = len(cls)
+    keep = member[edges.xs]  # every input of a phase task
+    xs, ds = edges.xs[keep], edges.ds[keep]
+    # along k, and along k and j together (a copy j >= 1; j is 0 for the others)
+    own0, own1 = sigma, sigma + np.where(cls == COPY1, tau, 0.0)
+    inside, cx, cd = member[ds], cls[xs], cls[ds]
+    ask = inside & (cx == COPY1) & (cd == PLAIN) & ~fixed[ds]
+    if ask.any():
+        # a copy 1's plain input is every copy's only where its copy 0 waits on it too (a
+        # reduction the whole run of a chunk's passes queues behind); else which task in
+        # G_k is unknown
+        waits = np.unique(edges.dep_x * n + edges.dep_d)
+        if not np.isin(twin_of[xs[ask]] * n + ds[ask], waits).all():
+            return False
+    if (inside & (((cx == PLAIN) & (cd == COPY0)) | ((cx == COPY0) & (cd == COPY1)))).any():
+        return False  # a plain task after copy 0 (copy 0 after copy 1): which copy unknown
+    # a copy 1's copy input moves with its j, a plain one not; the others wait on the last copy
+    last = sigma[ds] + np.where(cd == COPY1, tau[ds], 0.0)
+    coef0 = np.where(inside, np.where(cx == COPY1, sigma[ds], last), 0.0)
+    coef1 = np.where(inside, np.where(cx == COPY1, sigma[ds] + tau[ds], last), 0.0)
+    ed = np.where(inside, eb[ds], np.minimum(eb[ds], 0.0))
+    if ((coef0 > own0[xs] + tol) | (coef1 > own1[xs] + tol)).any():
+        return False  # an input that would overtake it
+    binds = (ed >= sb[xs] - tol) & (coef0 >= own0[xs] - tol) & (coef1 >= own1[xs] - tol)
+    binding = np.zeros(n, dtype=bool)
+    binding[xs[binds]] = True
+    alone = member & (np.bincount(xs, minlength=n) == 0)
+    binding |= alone & (np.abs(own0) <= tol) & (np.abs(own1) <= tol)
+    return bool(binding[member].all())
 
 
 def bfs_proven(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[int], m_a: int,
@@ -211,7 +306,8 @@ def bfs_proven(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[int],
     if found is None:
         return False
     j, cls, forward = found
-    if any(t.slows != ta.tasks[i].slows for t, i in zip(tb.tasks, j.tolist())):
+    slows_a = list(map(_slows, ta.tasks))
+    if list(map(_slows, tb.tasks)) != [slows_a[i] for i in j.tolist()]:
         return False  # a task slowing other than its counterpart does
     tol = rel_tol * tb.makespan_s
     fixed = np.asarray(tags_b) == BEFORE
@@ -219,8 +315,9 @@ def bfs_proven(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[int],
     if t0 is None:
         return False
     slope_t0 = t0[1] - t0[0]
-    got_f = _slopes(ta, tb, j, cls, forward, fixed, (0.0, 0.0), tol)
-    got_b = _slopes(ta, tb, j, cls, ~forward, fixed, (t0[0], t0[1]), tol)
+    edges = _edges(ta, tb, j)
+    got_f = _slopes(ta, tb, j, cls, forward, fixed, (0.0, 0.0), tol, edges)
+    got_b = _slopes(ta, tb, j, cls, ~forward, fixed, (t0[0], t0[1]), tol, edges)
     if got_f is None or got_b is None or not slope_t0 > tol:
         return False
     sf, tf = got_f

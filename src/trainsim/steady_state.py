@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
 from operator import attrgetter
 
 from trainsim.catalog.framework_rules import deferred_microbatches
@@ -81,6 +80,7 @@ from trainsim.steady_bfs import bfs_proven
 from trainsim.steady_bfs import least_length as bfs_least
 from trainsim.steady_decay import one_mode, spaced_evenly, too_slow
 from trainsim.steady_gpipe import gpipe_proven, two_run_summary
+from trainsim.steady_ladder import Plan, _ladder, _runs_cost  # noqa: F401 - _runs_cost: tests
 from trainsim.steady_one_run import _grid_one_run, _one_run, _one_run_summary  # noqa: F401
 from trainsim.steady_orders import (  # noqa: F401 - named_plan, inserted_at: the module's API
     MAX_NAMED_WARMUP,
@@ -119,24 +119,6 @@ def _warmup(order: list, paired: bool = False) -> int:
     pair, every forward before the first backward running alone (``combined_1f1b``)."""
     first_b = next(i for i, ps in enumerate(order) if ps.kind != "F")
     return first_b if paired else first_b - 1
-
-
-@dataclass(frozen=True)
-class Plan:
-    """The truncated runs of a shortcut: A with ``m_a`` micro-batches, B with ``m_a + q``."""
-
-    m_a: int
-    q: int
-    """Micro-batches per period (``pp`` when interleaved, else 1)."""
-    cut: int
-    """Steady pairs of stage 0 before the cut, in A (a :data:`NAMED` schedule's: the cut's
-    position, :func:`named_cut`)."""
-    unit: int
-    """Steady (F, B) pairs per stage per period (a :data:`NAMED` schedule's: its steps)."""
-    alone: bool = False
-    """B alone: its one-run proofs decide and A is never run (zb_2p's run past a transient
-    that ends past half the iteration, :func:`_late_alone`)."""
-
 
 
 def plan(cfg: RunConfig) -> tuple[Plan | None, str]:
@@ -234,37 +216,6 @@ def attempts(cfg: RunConfig) -> list[Plan]:
     alone does not prove the period, and an attempt whose A is the last one's B reuses it:
     counted once, settle58 Lead 1)."""
     return list(_planned(cfg)[2])
-
-
-def _ladder(cfg: RunConfig, first: Plan | None) -> list[Plan]:
-    """:func:`attempts` from ``plan(cfg)``'s first pair (None: no shortcut). GPipe's first
-    pair (3 and 4 micro-batches) goes before the ladder from 2 pp, which keeps its own budget
-    (settle60: most configs prove at 3, the rest where they proved before; 7 micro-batches
-    more at most)."""
-    if first is None:
-        return []
-    pp = cfg.parallel.pp
-    if cfg.parallel.pipeline_schedule == "gpipe" and first.m_a < 2 * pp:
-        rest = _ladder(cfg, Plan(2 * pp, first.q, first.cut, first.unit))
-        return [first] * (2 * (first.m_a + first.q) <= cfg.num_microbatches) + rest
-    m, out, extra = cfg.num_microbatches, [], 0
-    while True:
-        current = Plan(first.m_a + extra * first.q, first.q, first.cut + extra * first.unit,
-                       first.unit)
-        if 2 * (current.m_a + current.q) > m or _runs_cost(out + [current]) > 2 * m:
-            return out
-        out.append(current)
-        extra = 2 * extra + 1
-
-
-def _runs_cost(tries: list[Plan]) -> int:
-    """Micro-batches the attempts ``tries`` simulate at most, in order: A and B each, B alone
-    where that is the attempt (``Plan.alone``), and an A that is the last attempt's B once."""
-    spent, last_b = 0, 0
-    for t in tries:
-        spent += t.m_a + t.q + (t.m_a != last_b and not t.alone) * t.m_a
-        last_b = t.m_a + t.q
-    return spent
 
 
 _PLANNED: list = []
