@@ -201,8 +201,7 @@ def _decisions(cfg) -> set[bool]:
             if paces is None:
                 continue
             sigma, tau, twin = paces
-            sb = np.asarray(tb.start_s) - origin[1]
-            eb = np.asarray(tb.end_s) - origin[1]
+            sb, eb = edges.times[2] - origin[1], edges.times[3] - origin[1]
             proven = _inputs_bind(cls, member, fixed, sigma, tau, twin, sb, eb, tol, edges)
             assert proven == _slopes_loop(tb, j, cls, member, fixed, sigma, tau, sb, eb, tol)
             assert (_slopes(ta, tb, j, cls, member, fixed, origin, tol, edges) is None) == \

@@ -191,14 +191,16 @@ def _matching(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[int], 
 
 class _Edges(NamedTuple):
     """B's tasks against A's, read once for both phases' :func:`_slopes`: whether each task
-    lasts as its counterpart does, and every input (``xs`` waits on ``ds``: its dependencies,
-    ``dep_x`` on ``dep_d``, then its stream's task before it)."""
+    lasts as its counterpart does, every input (``xs`` waits on ``ds``: its dependencies,
+    ``dep_x`` on ``dep_d``, then its stream's task before it) and both runs' times."""
 
     same: np.ndarray
     xs: np.ndarray
     ds: np.ndarray
     dep_x: np.ndarray
     dep_d: np.ndarray
+    times: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    """A's starts and ends, B's starts and ends (each list read into an array once)."""
 
 
 def _edges(a: Timeline, b: Timeline, j: np.ndarray) -> _Edges:
@@ -213,8 +215,9 @@ def _edges(a: Timeline, b: Timeline, j: np.ndarray) -> _Edges:
     for queue in b.queues.values():
         prev[queue[1:]] = queue[:-1]
     on = np.flatnonzero(prev >= 0)
+    times = tuple(np.asarray(x) for x in (a.start_s, a.end_s, b.start_s, b.end_s))
     return _Edges(same, np.concatenate([dep_x, on]), np.concatenate([dep_d, prev[on]]),
-                  dep_x, dep_d)
+                  dep_x, dep_d, times)
 
 
 def _slopes(a: Timeline, b: Timeline, j: np.ndarray, cls: np.ndarray, member: np.ndarray,
@@ -228,8 +231,7 @@ def _slopes(a: Timeline, b: Timeline, j: np.ndarray, cls: np.ndarray, member: np
     if got is None:
         return None
     sigma, tau, twin = got
-    eb = np.asarray(b.end_s) - origin[1]
-    sb = np.asarray(b.start_s) - origin[1]
+    sb, eb = edges.times[2] - origin[1], edges.times[3] - origin[1]
     return (sigma, tau) if _inputs_bind(cls, member, fixed, sigma, tau, twin, sb, eb, tol,
                                         edges) else None
 
@@ -243,8 +245,7 @@ def _paces(a: Timeline, b: Timeline, j: np.ndarray, cls: np.ndarray, member: np.
     jm = np.where(member, j, 0)
     if not edges.same[member].all():
         return None
-    sa, ea = np.asarray(a.start_s) - origin[0], np.asarray(a.end_s) - origin[0]
-    sb, eb = np.asarray(b.start_s) - origin[1], np.asarray(b.end_s) - origin[1]
+    sa, ea, sb, eb = (t - origin[i // 2] for i, t in enumerate(edges.times))
     d_start, d_end = sb - sa[jm], eb - ea[jm]
     if not np.all(np.abs(d_start - d_end)[member] <= tol):
         return None  # slowed otherwise than its counterpart
@@ -320,11 +321,11 @@ def bfs_proven(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[int],
         return False  # a task slowing other than its counterpart does
     tol = rel_tol * tb.makespan_s
     fixed = np.asarray(tags_b) == BEFORE
-    t0 = forward_phase_ends(ta, tb, j[forward], forward)
+    edges = _edges(ta, tb, j)
+    t0 = forward_phase_ends(ta, tb, j[forward], forward, edges.times)
     if t0 is None:
         return False
     slope_t0 = t0[1] - t0[0]
-    edges = _edges(ta, tb, j)
     got_f = _slopes(ta, tb, j, cls, forward, fixed, (0.0, 0.0), tol, edges)
     got_b = _slopes(ta, tb, j, cls, ~forward, fixed, (t0[0], t0[1]), tol, edges)
     if got_f is None or got_b is None or not slope_t0 > tol:
@@ -337,17 +338,17 @@ def bfs_proven(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[int],
         return False  # a backward task moving earlier than the forward phase's end
     sigma = np.where(forward, sf, slope_t0 + sbk)  # per period inserted, from time 0
     tau = np.where(forward, tf, tbk)
-    return _contention_holds(ta, tb, j, cls, sigma, tau, tol)
+    return _contention_holds(tb, j, cls, sigma, tau, tol, edges.times)
 
 
-def _contention_holds(ta: Timeline, tb: Timeline, j: np.ndarray, cls: np.ndarray,
-                      sigma: np.ndarray, tau: np.ndarray, tol: float) -> bool:
+def _contention_holds(tb: Timeline, j: np.ndarray, cls: np.ndarray, sigma: np.ndarray,
+                      tau: np.ndarray, tol: float, times: tuple[np.ndarray, ...]) -> bool:
     """Whether every task that slows a stream slows, in every G_k, each task of that stream as
     it slows the task's representative in B (module docstring): pair by pair of *families* (a
     plain task, or a period's copies ``j = 0..k``, whose instance ``(k, j)`` runs at A's times
     plus ``k sigma + j tau``), either never overlapping in any G_k, or moving together so that
     each instance overlaps exactly what its representative does, at the same offsets."""
-    start_a, end_a = np.asarray(ta.start_s)[j], np.asarray(ta.end_s)[j]  # each family's in A
+    start_a, end_a = times[0][j], times[1][j]  # each family's in A
     family = cls != COPY1  # a family's B task: a plain task or copy 0
     queues = {stream: np.asarray(q, dtype=np.int64) for stream, q in tb.queues.items()}
     for y in (i for i, t in enumerate(tb.tasks) if t.slows is not None and family[i]):

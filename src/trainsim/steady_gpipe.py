@@ -288,16 +288,18 @@ def two_run_summary(cfg: RunConfig, ga, ta: Timeline, gb, tb: Timeline, k: int) 
 __all__ = ["gpipe_proven", "two_run_summary"]
 
 
-def forward_phase_ends(ta: Timeline, tb: Timeline, fwd_in_a: np.ndarray, forward: np.ndarray
+def forward_phase_ends(ta: Timeline, tb: Timeline, fwd_in_a: np.ndarray, forward: np.ndarray,
+                       times: tuple[np.ndarray, ...] | None = None
                        ) -> tuple[float, float] | None:
     """When the forward phase ends in run A and run B (the last forward task's end), or None
     where a run has no forward or no backward task or a backward task starts before that end.
-    ``fwd_in_a``: A's indices of B's forward tasks' counterparts; ``forward``: B's forward mask."""
+    ``fwd_in_a``: A's indices of B's forward tasks' counterparts; ``forward``: B's forward mask;
+    ``times``: A's starts and ends and B's, as arrays, where the caller has them."""
     fwd_a = np.zeros(len(ta.tasks), dtype=bool)
     fwd_a[fwd_in_a] = True
+    times = times or tuple(np.asarray(x) for x in (ta.start_s, ta.end_s, tb.start_s, tb.end_s))
     t0 = []
-    for tl, fwd in ((ta, fwd_a), (tb, forward)):
-        start, end = np.asarray(tl.start_s), np.asarray(tl.end_s)
+    for (start, end), fwd in ((times[:2], fwd_a), (times[2:], forward)):
         if fwd.all() or not fwd.any():
             return None
         t0.append(float(end[fwd].max()))
