@@ -17,7 +17,7 @@ from trainsim.catalog.hf_values import model_type as _model_type
 from trainsim.catalog.hf_values import positive_int as _positive_int
 from trainsim.config import ModelConfig
 from trainsim.config._build import build, suggest
-from trainsim.config.model import HF_GELU_ACTIVATIONS
+from trainsim.config.model import HF_EAGER_ACTIVATIONS
 from trainsim.config.safe_load import NonFiniteNumber, nonfinite_at, parse, read_text
 from trainsim.errors import ConfigError, TrainsimWarning
 
@@ -225,10 +225,11 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         vocab_size=get("vocab_size"),
         max_position_embeddings=get("max_position_embeddings", "n_positions", default=2048),
         activation="swiglu" if gated else "gelu",
-        # the GELU-family module a two-matrix MLP runs (GPT-2's gelu_new, a Python formula of
-        # eight kernels where the model's eager modules run: workload.hf_activations); plain
-        # gelu is torch's one kernel, as a model without the name
-        hidden_act=act if not gated and act in HF_GELU_ACTIVATIONS and act != "gelu" else None,
+        # the GELU-family or relu2 module the MLP runs, a gated MLP's on its gate (GPT-2's
+        # gelu_new, a Python formula of eight kernels where the model's eager modules run:
+        # workload.hf_activations; Nemotron's relu2, two); plain gelu is torch's one kernel, as
+        # a model without the name
+        hidden_act=act if act in HF_EAGER_ACTIVATIONS and act != "gelu" else None,
         normalization="rmsnorm" if "rms_norm_eps" in cfg else "layernorm",
         # a family whose class has rope_parameters is rotary with or without a written theta
         # (a GPT-NeoX, Phi, Persimmon or StarCoder2 file without one read as a learned table)
@@ -306,8 +307,6 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                       qk_pos_emb_head_dim=get("qk_rope_head_dim", default=64),
                       v_head_dim=get("v_head_dim", default=128), head_dim=None)
     fields["mtp_num_layers"] = get("num_nextn_predict_layers", default=0)
-    if fields["activation"] != "gelu":  # a family's gated MLP (hf_families.MODEL_FIELDS)
-        fields["hidden_act"] = None
     try:
         return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
     except ConfigError as exc:

@@ -31,7 +31,9 @@ a framework profile may pick its benchmark gate for every run."""
 HF_GELU_ACTIVATIONS = ("gelu", "gelu_10", "gelu_accurate", "gelu_fast", "gelu_new",
                        "gelu_python", "gelu_python_tanh", "gelu_pytorch_tanh", "quick_gelu")
 """The GELU-family names of Hugging Face transformers' ``ACT2FN`` (transformers 5.24.0
-activations.py ``ACT2CLS``), the values of ``ModelConfig.hidden_act``."""
+activations.py ``ACT2CLS``)."""
+HF_EAGER_ACTIVATIONS = (*HF_GELU_ACTIVATIONS, "relu2")
+"""The values of ``ModelConfig.hidden_act``: the GELU family and squared ReLU (``relu2``)."""
 
 
 @dataclass(frozen=True)
@@ -57,11 +59,12 @@ class ModelConfig:
     """`gelu`: 2-matrix MLP; `swiglu`: gated MLP with 3 matrices."""
     hidden_act: Literal["gelu", "gelu_10", "gelu_accurate", "gelu_fast", "gelu_new",
                         "gelu_python", "gelu_python_tanh", "gelu_pytorch_tanh",
-                        "quick_gelu"] | None = None
-    """A two-matrix MLP's activation as Hugging Face transformers' ``ACT2FN`` names it (the
-    config's ``hidden_act`` / ``activation_function``; GPT-2's default ``gelu_new``), for a
-    run that executes the model's own eager modules: most are Python formulas, one kernel per
-    PyTorch op (``workload.hf_activations``). None = the framework's own GELU (one kernel);
+                        "quick_gelu", "relu2"] | None = None
+    """The MLP's activation as Hugging Face transformers' ``ACT2FN`` names it (the config's
+    ``hidden_act`` / ``activation_function``; GPT-2's default ``gelu_new``, Nemotron's
+    ``relu2``; a gated MLP's gate, Gemma's ``gelu_pytorch_tanh``), for a run that executes the
+    model's own eager modules: most are Python formulas, one kernel per PyTorch op
+    (``workload.hf_activations``). None = the framework's own GELU or SiLU (one kernel);
     compiled or fused modules run one kernel whatever the name."""
     activation_clamp: float | None = None
     """A gated MLP's inputs clamped before the activation (gate <= c, -c <= up <= c): gpt-oss's
@@ -336,10 +339,6 @@ class ModelConfig:
                                   "mixture-of-experts setting but the model is dense; set "
                                   "model.num_experts too, or leave it out")
         check_hybrid(self, _MAMBA_DEFAULTS)
-        if self.hidden_act is not None and self.activation != "gelu":
-            raise ConfigError(f"model.hidden_act={self.hidden_act} names a two-matrix MLP's "
-                              f"activation but model.activation={self.activation} is gated; "
-                              "leave hidden_act out")
         if self.parallel_block_norms not in (1, 2):
             raise ConfigError(f"model.parallel_block_norms={self.parallel_block_norms!r} must be "
                               "1 or 2")

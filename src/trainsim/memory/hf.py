@@ -29,6 +29,7 @@ compiled ones sit on 6, 4, 4, 6 within 0.3 %; Qwen3's q/k norms on 6.
 from __future__ import annotations
 
 from trainsim.config import RunConfig
+from trainsim.workload.hf_activations import gated_saved_beyond_fused
 from trainsim.workload.shard import kv_repeated
 
 EAGER_PER_TOKEN = {"h": 16, "q": 4, "kv": 4, "f": 8, "qk_norm": 6}
@@ -111,6 +112,11 @@ def hf_layer_bytes(cfg: RunConfig) -> float:
         output = OUTPUT_PER_H
     width = (per["h"] - output) * m.hidden_size + per["q"] * q + per["kv"] * kv \
         + per["f"] * m.ffn_size / p.tp + repeated_kv_bytes(cfg, q, kv)
+    if m.hidden_act is not None and not t.compile:  # a gate whose module is a Python formula
+        # keeps its chain's tensors (workload.hf_activations.gated_chain) where per["f"] holds
+        # a one-kernel gate's input and output
+        width += gated_saved_beyond_fused(
+            m.hidden_act, p.data_parallel_impl == "ddp" and t.dtype != "fp8") * m.ffn_size / p.tp
     # Gemma 2/3's RMSNorm (the post_sublayer_norm models) weighs in fp32 under eager modules:
     # every norm of the layer keeps GEMMA_NORM_PER_ELEMENT where Llama's keeps 6
     gemma = m.post_sublayer_norm and not t.compile

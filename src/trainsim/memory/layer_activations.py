@@ -23,7 +23,7 @@ from trainsim.memory.saved_inputs import E5M6_SAVED_BYTES, gemm_input_bytes
 from trainsim.memory.scores import score_bytes
 from trainsim.memory.te_spec import input_norm_fused, pre_mlp_norm_fused, qkv_copies
 from trainsim.model.mamba import in_proj_width, inner
-from trainsim.workload.hf_activations import saved_bytes_per_element
+from trainsim.workload.hf_activations import gated_saved_beyond_fused, saved_bytes_per_element
 from trainsim.workload.moe_block import titan_style
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.recompute import per_op_sac_reruns_attention, per_op_sac_saves_no_gemm
@@ -290,8 +290,27 @@ def _inner_bytes(cfg: RunConfig, width: float) -> float:
     x = gemm_input_bytes(cfg)
     if cfg.model.activation == "swiglu":
         a = 1.0 if cfg.training.activation_func_fp8_input_store else 2.0
-        return a * 2 * width + x * width
+        return (a * 2 + _gate_chain_bytes(cfg)) * width + x * width
     return _gelu_saved_bytes(cfg) * width + x * width
+
+
+def _gate_chain_bytes(cfg: RunConfig) -> float:
+    """Bytes a gated MLP keeps per gate element beyond a one-kernel gate's where the run prices
+    a Hugging Face ``hidden_act`` gate as its eager chain (the model's own modules, not
+    compiled: ``workload.layers``' MLP): the chain's saved tensors and its output, which the
+    product keeps, less the gate and the one kernel's output
+    (``workload.hf_activations.gated_saved_beyond_fused``: ``gelu_new`` under autocast 20 - 6,
+    ``relu2`` plain 0: relu's output is what ``pow`` keeps); 0 elsewhere."""
+    t = cfg.training
+    if cfg.model.hidden_act is None or t.modules != "eager" or t.compile:
+        return 0.0
+    return gated_saved_beyond_fused(cfg.model.hidden_act, _autocast(cfg))
+
+
+def _autocast(cfg: RunConfig) -> bool:
+    """Whether the eager modules run under ``torch.autocast`` with 16-bit activations (a plain
+    PyTorch loop: DistributedDataParallel over fp32 parameters)."""
+    return cfg.parallel.data_parallel_impl == "ddp" and cfg.training.dtype != "fp8"
 
 
 def _gelu_saved_bytes(cfg: RunConfig) -> float:
@@ -300,11 +319,10 @@ def _gelu_saved_bytes(cfg: RunConfig) -> float:
     not compiled: ``workload.layers``' MLP), the tensors that chain's autograd saves
     (``workload.hf_activations.saved_bytes_per_element``: ``gelu_new`` under a plain PyTorch
     loop's autocast 14 bytes, its fp32 ``pow`` input, tanh output and ``1 + tanh``)."""
-    t, p = cfg.training, cfg.parallel
+    t = cfg.training
     if cfg.model.hidden_act is None or t.modules != "eager" or t.compile:
         return 2.0
-    return saved_bytes_per_element(cfg.model.hidden_act,
-                                   p.data_parallel_impl == "ddp" and t.dtype != "fp8")
+    return saved_bytes_per_element(cfg.model.hidden_act, _autocast(cfg))
 
 
 def _moe_recv(cfg: RunConfig) -> float:

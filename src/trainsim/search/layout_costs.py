@@ -174,6 +174,36 @@ def link_floor(cfg: Any, pricer: Any, ranges: tuple[range, ...],
     return out
 
 
+def param_broadcasts_s(cfg: Any, pricer: Any, s: int, widths: dict[str, float]) -> float:
+    """Seconds of stage ``s``'s parameter broadcasts after the step under ``parallel.
+    zero1_param_sync: broadcast``, as the simulator issues them one after another on the
+    data-parallel stream (``optimizer_tasks.param_syncs``): under DistributedDataParallel
+    (``ZeroRedundancyOptimizer``) one broadcast per tensor from its owner, elsewhere
+    (InternEvo) one per owner of its flat shard (``workload.zero1_broadcast``), each group's
+    elements at its width in ``widths`` (the groups of more than one rank that hold
+    parameters). The same sizes in the same order as the simulator's, so the bound's tail
+    equals the simulated one rather than a whole-stage all-gather, which a per-tensor
+    broadcast's latency and algorithm do not bound (torcheager61)."""
+    from trainsim.workload.ops import Comm
+    from trainsim.workload.pipeline_schedules import rank_chunks
+    from trainsim.workload.zero1_broadcast import owner_loads, owner_tensors, stage_tensors
+
+    p = cfg.parallel
+    chunks = rank_chunks(p.pipeline_schedule, s, p.pp, p.vpp)
+    layers = [i for v in chunks for i in cfg.virtual_ranges[v]]
+    tensors = stage_tensors(cfg, layers, 0 in chunks, p.pp * p.vpp - 1 in chunks)
+    sizes = {"dp_cp": cfg.shard_ranks, "edp": cfg.edp if cfg.model.is_moe else 1}
+    out = 0.0
+    for group, own in zip(("dp_cp", "edp"), tensors):
+        if group not in widths:
+            continue
+        loads = [n for owned in owner_tensors(own, sizes[group]) for n in owned] \
+            if p.data_parallel_impl == "ddp" else owner_loads(own, sizes[group])
+        out += sum(pricer.comm_time(Comm("param_broadcast", "broadcast", n * widths[group],
+                                         group)) for n in loads)  # type: ignore[arg-type]
+    return out
+
+
 def _unit_sums(pricer: Any, units: list[list[Any]]) -> list[float]:
     """Each unit's gathers summed (``fsdp_unit_gathers`` hands one list per block kind: each
     distinct list summed once)."""
@@ -262,6 +292,7 @@ def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...
         grad_buffer_rest,
         reduces_every_microbatch,
     )
+    from trainsim.workload.zero1_broadcast import busiest_owner
 
     cfg, pricer, zero, sizes, fixed = run.cfg, run.pricer, run.zero, run.sizes, run.fixed
     p, vpp = cfg.parallel, len(own)
@@ -322,8 +353,10 @@ def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...
                         copies += sum(copy_s(share) for share in shares)
         if zero in (1, 2):  # at the simulator's widths (fp8 weights at one byte)
             fp8 = {"dp_cp": stage_layer_params(cfg, s) - split[1], "edp": split[1]}
-            gathers = sum(comm("all_gather", n, param_gather_width(cfg, n, fp8[g]), g)
-                          for n, g in groups)
+            widths = {g: param_gather_width(cfg, n, fp8[g]) for n, g in groups}
+            gathers = param_broadcasts_s(cfg, pricer, s, widths) \
+                if p.zero1_param_sync == "broadcast" else \
+                sum(comm("all_gather", n, widths[g], g) for n, g in groups)
     elif groups:  # every backward but the last micro-batch's reduce-scatters whole
         contention = run.share * vpp * sum(
             dp_comm_time(pricer, cfg, "r", "reduce_scatter", params / vpp * run.width[group],
@@ -333,7 +366,11 @@ def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...
     if not run.per_tensor:
         local = sum(params / (sizes[group] if zero >= 1 else 1)
                     for params, group in zip(split, ("dp_cp", "edp")))
-        step = pricer.compute.time(run_optimizer_step(cfg, local))
+        # ZeroRedundancyOptimizer's step: the busiest owner's whole tensors, on the stage's
+        # own tensor count (``OptimizerTasks.optimizer_step``)
+        busiest = sum(split) * busiest_owner(cfg, s)[0] \
+            if zero >= 1 and p.data_parallel_impl == "ddp" else local
+        step = pricer.compute.time(run_optimizer_step(cfg, busiest, s))
         rest = grad_buffer_rest(cfg, sum(split), local, grad_bytes)
         if rest is not None:  # the simulator's zero_grad_buffer task after the step
             step += pricer.compute.time(rest)
@@ -342,4 +379,4 @@ def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...
 
 
 __all__ = ["BoundShape", "after_passes", "dp_comm_time", "gather_waits", "link_floor",
-           "paired_gathers"]
+           "paired_gathers", "param_broadcasts_s"]

@@ -454,8 +454,14 @@ def activation_op(gated: bool, elements: float, eager: bool, fused_fc1: bool = F
     fused GeLU, Inductor's), but where the model's own eager modules run a Hugging Face
     ``hidden_act`` written as a Python formula (``gelu_new``, ...; ``ModelConfig.hidden_act``)
     it is that formula's kernels (``workload.hf_activations``), under ``autocast`` with
-    ``pow`` in fp32."""
+    ``pow`` in fp32; so is a gated MLP's gate (``act_fn(gate) * up``, ``hf_activations.
+    gated_chain``), where the name is not one kernel (Gemma's ``gelu_pytorch_tanh`` is: the
+    eager SwiGLU's two)."""
     if gated:
+        chain = hf_activation_op(hidden_act, elements, autocast, gated=True,
+                                 chunked=fused_fc1) if eager and hidden_act else None
+        if chain is not None:
+            return chain
         impl = "fused" if not eager else "eager_chunked" if fused_fc1 else "eager"
         op = memory_op("swiglu", "swiglu", impl, elements)
         return replace(op, bwd_kernels=SWIGLU_EAGER_BWD_KERNELS[impl]) if eager else op

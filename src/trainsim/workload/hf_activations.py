@@ -1,4 +1,5 @@
-"""Hugging Face transformers' GELU-family activation modules as their eager kernels.
+"""Hugging Face transformers' GELU-family and ``relu2`` activation modules as their eager kernels,
+alone (a two-matrix MLP) or as a gated MLP's gate (``act_fn(gate) * up``: :func:`gated_chain`).
 
 A model that runs its own eager modules (``training.modules == "eager"``, not compiled) runs the
 activation its config names through transformers' ``ACT2FN`` (transformers 5.24.0
@@ -69,6 +70,11 @@ class EagerChain:
     bwd_bytes_per_element: Callable[[int], float]
     saved_per_element: Callable[[int], float] = lambda e: e
     """Bytes autograd keeps for the backward per element of the input, each tensor once."""
+    out_bytes: int | None = None
+    """Bytes an element of the module's output holds where the next op reads it: None for the
+    input's width, 4 where the chain ends in fp32 under autocast (the ``pow`` formulas,
+    ``relu2``), cast down only by the next GEMM's autocast, so a gated MLP's product reads and
+    writes fp32 (:func:`gated_chain`)."""
 
 
 def _pow_formula(autocast: bool) -> EagerChain:
@@ -88,7 +94,28 @@ def _pow_formula(autocast: bool) -> EagerChain:
     return EagerChain(10, lambda e: 2 * e + (e + F32) + 16 + (e + 8) + 24 + (e + 8) + (F32 + e),
                       15, lambda e: (e + F32) + 12 + (F32 + e) + (e + 8) + 12 + 8 + (F32 + e)
                       + 8 + 8 + 8 + 12 + (F32 + e) + 3 * e + 2 * e + 3 * e,
-                      lambda e: 3 * F32 + e)
+                      lambda e: 3 * F32 + e, F32)
+
+
+def _relu2(autocast: bool) -> EagerChain:
+    """``ReLUSquaredActivation``: ``torch.square(nn.functional.relu(x))`` (transformers 5.24.0
+    activations.py L206-214, ``ACT2CLS["relu2"]`` L340; Nemotron's two-matrix MLP,
+    models/nemotron/modeling_nemotron.py L180-183 ``down_proj(act_fn(up_proj(x)))``, Persimmon's
+    and Arcee's alike). ``square`` is a composite of ``pow(x, 2)`` (pytorch aten/src/ATen/
+    native/UnaryOps.cpp ``Tensor square(const Tensor& self) { return at::pow(self, 2); }``;
+    dispatched on the meta device it shows as ``pow``), whose call goes through the dispatcher
+    again and meets autocast's fp32 kernel for ``pow``, so under autocast the relu
+    output is cast up and squared in fp32. Forward: relu (2e), pow (2e); backward ``pow``'s
+    ``grad * 2 * x.pow(1)`` (pow, mul, mul: 2e, 2e, 3e) and relu's ``threshold_backward``
+    (3e, on the saved output, which ``pow`` saves too: e kept). Under autocast: relu (2e),
+    the cast up (e + 4), pow (8), the next GEMM's cast down (4 + e); backward that cast's
+    gradient up (e + 4), pow, mul (8 each), mul (12), the cast down (4 + e),
+    threshold_backward (3e); kept: the relu output and its fp32 cast (e + 4)."""
+    if not autocast:
+        return EagerChain(2, lambda e: 4 * e, 4, lambda e: 10 * e, lambda e: e)
+    return EagerChain(4, lambda e: 2 * e + (e + F32) + 8 + (F32 + e), 6,
+                      lambda e: (e + F32) + 8 + 8 + 12 + (F32 + e) + 3 * e,
+                      lambda e: e + F32, F32)
 
 
 ONE_KERNEL = frozenset({"gelu", "gelu_pytorch_tanh"})
@@ -116,18 +143,59 @@ CHAINS: dict[str, Callable[[bool], EagerChain]] = {
     # (none per element), where (1 + 2e), gelu_backward (3e)
     "gelu_10": lambda autocast: EagerChain(2, lambda e: 4 * e, 6, lambda e: 7 * e + 6,
                                            lambda e: 2 * e),
+    "relu2": _relu2,
 }
-"""Multi-kernel GELU-family modules, by ``ACT2FN`` name, given whether the run is under
-``torch.autocast`` with 16-bit activations."""
+"""Multi-kernel activation modules (the GELU family's and ``relu2``), by ``ACT2FN`` name,
+given whether the run is under ``torch.autocast`` with 16-bit activations."""
 
-HF_GELU_NAMES = ONE_KERNEL | frozenset(CHAINS)
-"""Every GELU-family name of transformers' ``ACT2FN`` (``ModelConfig.hidden_act``)."""
+HF_GELU_NAMES = ONE_KERNEL | frozenset(CHAINS) - {"relu2"}
+"""Every GELU-family name of transformers' ``ACT2FN``."""
+HF_ACT_NAMES = HF_GELU_NAMES | {"relu2"}
+"""Every name ``ModelConfig.hidden_act`` takes: the GELU family and ``relu2``."""
+
+
+def gated_chain(act: EagerChain | None, chunked: bool = False) -> EagerChain:
+    """A gated MLP's ``act_fn(gate) * up`` (transformers 5.24.0 models/gemma/modeling_gemma.py
+    L84-97 ``GemmaMLP``, models/llama/modeling_llama.py L163-164 ``LlamaMLP.forward``:
+    ``down_proj(act_fn(gate_proj(x)) * up_proj(x))``, ``act_fn = ACT2FN[config.hidden_act]``)
+    with the activation ``act`` (None: one kernel, the
+    fused GELU or SiLU), per element of the gate: the activation's kernels and the product
+    (reads the activation's output, o bytes, and the e-byte up, writes o); backward the
+    product's two ``mul`` (the gate side's o + e + o, the up side's 3 o) and, where the product
+    ran in fp32 (o = 4, autocast), the cast of up's gradient down (4 + e). ``chunked``: gate
+    and up are halves of one fused projection's output (Phi-3's ``gate_up_proj(x).chunk(2,
+    -1)``, models/phi3/modeling_phi3.py L61-62), whose gradients the backward joins with a ``cat`` (reads e + e, writes 2e). Kept:
+    the activation's own, its output and up (the product, the down projection's input, is
+    the caller's). Counted against transformers' modules dispatched on the meta device
+    (tests/test_torcheager61.py)."""
+    act = act or EagerChain(1, lambda e: 2 * e, 1, lambda e: 3 * e)
+
+    def out(e: int) -> int:
+        return e if act.out_bytes is None else act.out_bytes
+    cast = act.out_bytes is not None  # fp32 (autocast, 16-bit e): up's gradient cast down
+    return EagerChain(
+        act.kernels + 1, lambda e: act.bytes_per_element(e) + out(e) + e + out(e),
+        act.bwd_kernels + 2 + int(cast) + int(chunked),
+        lambda e: act.bwd_bytes_per_element(e) + (2 * out(e) + e) + 3 * out(e)
+        + ((out(e) + e) if cast else 0) + (4 * e if chunked else 0),
+        lambda e: act.saved_per_element(e) + out(e) + e, act.out_bytes)
 
 
 def eager_chain(name: str, autocast: bool) -> EagerChain | None:
     """The eager kernels of ``name``'s module (None where it is one kernel)."""
     chain = CHAINS.get(name)
     return None if chain is None else chain(autocast)
+
+
+def gated_saved_beyond_fused(name: str | None, autocast: bool, elem_bytes: int = ACT_BYTES
+                             ) -> float:
+    """Bytes a gated MLP's eager ``act_fn(gate) * up`` keeps per gate element beyond what it
+    keeps with a one-kernel activation (its gate, the activation's output and up: 3e, which
+    ``memory.hf``'s per-token sums hold): 0 where ``name`` is None or one kernel."""
+    chain = eager_chain(name, autocast and elem_bytes < F32) if name else None
+    if chain is None:
+        return 0.0
+    return gated_chain(chain).saved_per_element(elem_bytes) - 3.0 * elem_bytes
 
 
 def saved_bytes_per_element(name: str | None, autocast: bool, elem_bytes: int = ACT_BYTES
@@ -140,15 +208,20 @@ def saved_bytes_per_element(name: str | None, autocast: bool, elem_bytes: int = 
 
 
 def hf_activation_op(name: str, elements: float, autocast: bool,
-                     elem_bytes: int = ACT_BYTES) -> Elementwise | None:
+                     elem_bytes: int = ACT_BYTES, gated: bool = False,
+                     chunked: bool = False) -> Elementwise | None:
     """The eager module ``name`` over ``elements`` fc1 outputs of ``elem_bytes`` each, forward
-    and backward, as one ``Elementwise`` (kernel family ``gelu``, implementation ``eager``);
-    None where the module is one kernel (the caller's fused GELU)."""
+    and backward, as one ``Elementwise`` (kernel family ``gelu``, implementation ``eager``;
+    ``gated``: with the product by up, :func:`gated_chain`, family ``swiglu``); None where the
+    module is one kernel (the caller's fused GELU or eager SwiGLU)."""
     chain = eager_chain(name, autocast and elem_bytes < F32)
     if chain is None:
         return None
-    return Elementwise("gelu", bytes=elements * chain.bytes_per_element(elem_bytes),
+    family = "gelu"
+    if gated:
+        chain, family = gated_chain(chain, chunked), "swiglu"
+    return Elementwise(family, bytes=elements * chain.bytes_per_element(elem_bytes),
                        kernels=chain.kernels,
                        bwd_bytes=elements * chain.bwd_bytes_per_element(elem_bytes),
-                       bwd_kernels=chain.bwd_kernels, kernel="gelu", impl="eager",
+                       bwd_kernels=chain.bwd_kernels, kernel=family, impl="eager",
                        elem_bytes=elem_bytes)

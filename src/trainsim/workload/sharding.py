@@ -14,7 +14,7 @@ from trainsim.catalog.frameworks import (
 )
 from trainsim.config import RunConfig
 from trainsim.config.hybrid import layer_kind
-from trainsim.model.counts import layer_tensors
+from trainsim.model.counts import layer_tensors, norm_tensors
 from trainsim.workload import fsdp2_copies
 from trainsim.workload.fp8_gather import FP8_GATHER_MIN_ELEMENTS, fp8_weights_gathered
 from trainsim.workload.ops import ACT_BYTES as ACT
@@ -267,14 +267,28 @@ def fsdp_grad_bytes(cfg: RunConfig) -> dict[str, int]:
 def _grad_tensors(cfg: RunConfig, layers: range | list[int], first: bool,
                   last: bool) -> list[float]:
     """Elements of each weight-gradient tensor a rank holds for ``layers``, with the embedding
-    and output matrices of the first and last stage and, on the first, a learned position
-    table (whole on every TP rank, as ``workload.ddp_buckets`` and ``memory.params`` hold it:
-    an ``nn.Embedding`` whose backward hands it a gradient like the word embedding's, GPT-2's
-    ``wpe``)."""
+    and output matrices of the first and last stage, on the first a learned position table
+    (whole on every TP rank, as ``workload.ddp_buckets`` and ``memory.params`` hold it: an
+    ``nn.Embedding`` whose backward hands it a gradient like the word embedding's, GPT-2's
+    ``wpe``) and on the last the final norm's weight (and bias), replicated over TP as
+    ``workload.zero1_broadcast.stage_tensors`` holds it. Every pass priced from this list walks
+    all of the model's trainable parameters, the final norm's among them (GPT-2's ``ln_f``,
+    Llama's ``norm``; Megatron-core's ``final_layernorm`` on the post-process stage): autograd's
+    ``AccumulateGrad`` runs for every leaf that requires a gradient; DeepSpeed's
+    ``BF16_Optimizer.update_hp_grads`` loops over every ``lp`` of its ``bf16_groups``, the
+    optimizer's whole param groups (microsoft/DeepSpeed v0.9.0 deepspeed/runtime/
+    bf16_optimizer.py L91-L97, L273-L283; v0.16.0 L129-L137 keeps the trainable ones,
+    L355-L365); nanotron's ``FP32GradientAccumulator.backward`` adds into the buffer of every
+    parameter that requires a gradient (huggingface/nanotron@e24d2483 src/nanotron/optim/
+    gradient_accumulator.py L169, L204-L208); Megatron-LM's 2021 local DDP hooks every
+    ``param.requires_grad`` parameter of ``self.module.parameters()``
+    (megatron/model/distributed.py ``DistributedDataParallel.__init__``)."""
     mdl = cfg.model
     tensors = [n for n, _ in rank_tensors(cfg, layers)]
     if first and mdl.position_embedding == "learned":
         tensors.append(float(mdl.max_position_embeddings * mdl.hidden_size))
+    if last:
+        tensors += [float(mdl.hidden_size)] * norm_tensors(mdl)
     return tensors + [rank_vocab(cfg) * mdl.hidden_size] * end_matrices(cfg, first, last)
 
 
