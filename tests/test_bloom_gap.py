@@ -39,9 +39,11 @@ def test_hand_counts_on_the_pp6_sweep_rows_last_stage():
     # Megatron-DeepSpeed pads the 250,680-token vocabulary to 128 x TP 8: 250,880 (BLOOM's own
     # config.json vocab_size; workload.vocab)
     h, v = 14336, 250880
-    params = (12 * (12 * h * h + 13 * h) + v * h) / 8  # the last stage's rank
+    # the last stage's rank: its layers, the final LayerNorm's weight and bias (ln_f, whole
+    # on every TP rank: torcheager61) and its slice of the tied matrix
+    params = (12 * (12 * h * h + 13 * h) + v * h) / 8 + 2 * h
     part = params / 8  # its ZeRO-1 partition over DP 8
-    tensors = 12 * 12 + 1  # 12 tensors a layer and the tied matrix
+    tensors = 12 * 12 + 2 + 1  # 12 tensors a layer, ln_f's two and the tied matrix
     hbm = 2.039e12 * 0.85
     host = 30e-6 * (tensors / 8 + 1)
     assert got["overflow check"] == pytest.approx(10 * part / hbm + host, rel=1e-6)

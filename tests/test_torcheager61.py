@@ -342,3 +342,24 @@ def test_the_zero1_bound_stays_below_the_simulated_time(model):
             assert bounds.refined(cand) <= evaluate(cand, base).iteration_time_s, cand.label()
             checked += 1
     assert checked >= 6 and bounds.failed is None
+
+
+def test_a_biasless_layernorm_s_final_norm_is_one_tensor_everywhere():
+    """A LayerNorm without bias (Cohere, MPT's no_bias: ``norm_bias`` false) has one final-norm
+    tensor in every list that holds the head's tensors: the gradient tensors, DDP's bucket
+    order and FSDP's root unit, which counted LayerNorm as two whatever its bias."""
+    from trainsim.workload.ddp_buckets import _bucket_order
+    from trainsim.workload.fsdp_optimizer import fsdp_optimizer_pieces
+
+    c = row_config(_row())
+    h = float(c.model.hidden_size)
+    for bias, want in ((True, 2), (False, 1)):
+        m = _model(c, norm_bias=bias, tied_embeddings=False)
+        tail = _grad_tensors(m, range(1), False, True)
+        head = _grad_tensors(m, range(1), False, False)
+        assert tail.count(h) - head.count(h) == want
+        dense, _ = _bucket_order(m, range(1), False, True)
+        assert [n for n, _ in dense[:want + 1]] == [m.model.vocab_size * h] + [h] * want
+        assert [n for n, _ in dense].count(h) == head.count(h) + want
+        assert fsdp_optimizer_pieces(m, 0).count(h) == \
+            sum(n == h for n in _grad_tensors(m, range(m.model.num_layers), True, True))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
-from trainsim.model.counts import layer_matrices, layer_tensors
+from trainsim.model.counts import layer_matrices, layer_tensors, norm_tensors
 from trainsim.workload.fp8_gather import fp8_weights_gathered
 from trainsim.workload.sharding import bucket_params, end_matrices, rank_tensors
 from trainsim.workload.vocab import rank_vocab
@@ -30,8 +30,7 @@ def _bucket_order(cfg: RunConfig, layers: range | list[int], first: bool, last: 
             fwd.append((float(m.max_position_embeddings * m.hidden_size), False, False))
     fwd += [(n, expert, False) for n, expert in rank_tensors(cfg, layers)]
     if last:
-        fwd += [(float(m.hidden_size), False, False)] * (2 if m.normalization == "layernorm"
-                                                          else 1)
+        fwd += [(float(m.hidden_size), False, False)] * norm_tensors(m)
         if end_matrices(cfg, first, last) > int(first):
             fwd.append((vocab, False, shared))
     rev = fwd[::-1]
@@ -142,7 +141,7 @@ def _bucketed(cfg: RunConfig, layers: range | list[int], first: bool, last: bool
     # each tensor's place, in ``_bucket_order``'s order: the head's matrix and norms (0), each
     # layer's tensors (the layers done with it), the embeddings (all)
     head = (end_matrices(cfg, first, last) > int(first)) + (
-        (2 if m.normalization == "layernorm" else 1) if last else 0)
+        norm_tensors(m) if last else 0)
     per_layer = [rank_tensors(cfg, [i]) for i in order]
     places: list[int] = [0] * head
     for j, tensors in enumerate(per_layer):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 
 from trainsim.config import RunConfig
+from trainsim.model.counts import norm_tensors
 from trainsim.workload.ops import Comm, Elementwise, Op
 from trainsim.workload.sharding_grads import _module_order
 from trainsim.workload.vocab import rank_vocab
@@ -50,7 +51,7 @@ def fsdp_optimizer_pieces(cfg: RunConfig, stage: int) -> list[float]:
         if stage == 0 and m.position_embedding == "learned":
             root.append(float(m.max_position_embeddings * h))
         if stage == p.pp - 1:
-            root += [float(h)] * (2 if m.normalization == "layernorm" else 1)
+            root += [float(h)] * norm_tensors(m)
             if not m.tied_embeddings:
                 root.append(rank_vocab(cfg) * h)
         units.append(tuple(root))
