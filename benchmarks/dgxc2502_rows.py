@@ -16,6 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from deferral_cells import stated
+from nvls_cells import stated as nvls_stated
 
 HERE = Path(__file__).resolve().parent
 REL = "@ 8f5cbb3799 (release v25.02; the tables changed from v25.01.1's, container nvcr.io/nvidia/nemo:24.12)"
@@ -96,7 +97,7 @@ def rows() -> list[dict]:
                 if dtype == "fp8":
                     assert r["fp8_param_gather"] == "1", r["id"]
                     r["note"] += f"; fp8_param_gather 1: {FP8_PARAMS[family]} at 8f5cbb3799"
-                out.append(stated({k: r.get(k, "") for k in header}))  # deferral_cells
+                out.append(nvls_stated(stated({k: r.get(k, "") for k in header})))  # deferral_, nvls_cells
     return out
 
 

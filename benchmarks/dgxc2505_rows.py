@@ -17,9 +17,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import deferral_cells
 import mirror_rows
+import nvls_cells
 from deferral_cells import COLUMNS, stated
 
-HEADER = mirror_rows.v2_header(ep=["etp"], note=["attention_dropout", "hidden_dropout", *COLUMNS])
+HEADER = mirror_rows.v2_header(ep=["etp"], note=["attention_dropout", "hidden_dropout", *COLUMNS,
+                                                                  nvls_cells.COLUMN])
 # the DeepSeek-V3 launch.sh sets ETP=1 in its h100 and gb200 branches and passes it as
 # --expert_tensor_parallel_size (NeMo's perf script: the strategy's expert_tensor_parallel_size;
 # unset it would be Megatron-core's default, TP): (release commit, ETP=1 lines, the flag's line)
@@ -221,8 +223,9 @@ def deepseek() -> list[dict]:
 
 
 def rows() -> list[dict]:
-    # the recipes' output-layer weight-gradient deferral (deferral_cells.STATED)
-    return [stated(r) for r in llama() + nemotron() + deepseek()]
+    # the recipes' output-layer weight-gradient deferral (deferral_cells.STATED) and the
+    # executor's NCCL_NVLS_ENABLE=0 (nvls_cells.STATED)
+    return [nvls_cells.stated(stated(r)) for r in llama() + nemotron() + deepseek()]
 
 
 def check() -> list[str]:
@@ -234,7 +237,8 @@ def check() -> list[str]:
                            (flag, "--expert_tensor_parallel_size $ETP")):
             if want not in text[line - 1]:
                 bad.append(f"{LAUNCH} @{commit} line {line}: no {want!r}")
-    return bad + deferral_cells.check("dgxc2505-")
+    return bad + deferral_cells.check("dgxc2505-") + nvls_cells.check("dgxc2505-") + \
+        nvls_cells.check("release ")
 
 
 def main() -> None:

@@ -18,11 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mirror_rows
+import nvls_cells
 from dgxc2505_rows import FP8, GB200, H100, OVERLAP, REPO
 from dgxc_grok1_rows import SHAPE
 
 HEADER = mirror_rows.v2_header(vocab_size=["tied_embeddings"], ep=["etp"],
-                               note=["attention_dropout", "hidden_dropout"])
+                               note=["attention_dropout", "hidden_dropout", nvls_cells.COLUMN])
 REPO_DIR = "NVIDIA+dgxc-benchmarking"
 COMMIT = "dfc8039"
 LABEL = "@ dfc8039 (release v25.05.02, committed 2025-07-23)"
@@ -109,7 +110,7 @@ def rows() -> list[dict[str, object]]:
                       "mixtral-8x22b preset (the same block: gated experts, GQA, rmsnorm, rope); "
                       "alltoall dispatcher (MixtralConfig); "
                       + (GB200 if gpu == "gb200" else H100)))
-            out.append(r)
+            out.append(nvls_cells.stated(r))  # NeMo's slurm_executor NCCL_NVLS_ENABLE=0
     return out
 
 
@@ -142,7 +143,7 @@ def check() -> list[str]:
                      ("CUDA_GRAPH", str(graphs).lower())):
             if f"{k}=${{{k}:-{v}}}" not in branch:
                 bad.append(f"launch.sh {gpu}: {k} is not {v}")
-    return bad
+    return bad + nvls_cells.check("dgxc2505-grok1")
 
 
 if __name__ == "__main__":

@@ -17,9 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mirror_rows
+import nvls_cells
 
 HEADER = mirror_rows.v2_header(vocab_size=["tied_embeddings"], ep=["etp"],
-                               note=["attention_dropout", "hidden_dropout", "fp8_param_gather"])
+                               note=["attention_dropout", "hidden_dropout", "fp8_param_gather",
+                                     nvls_cells.COLUMN])
 REPO_DIR = "NVIDIA+dgxc-benchmarking"
 REPO = "NVIDIA/dgxc-benchmarking"
 README = "grok1/README_314b.md"
@@ -166,7 +168,7 @@ def rows() -> list[dict[str, object]]:
                           + f"container {image}; NeMo {version} (1.0-style launcher yaml, "
                           "megatron_amp_O2); DGX H100, 8 GPUs a node, 400 Gb/s per GPU "
                           "(inferred: the README names only 'H100 GPUs')"))
-                out.append(r)
+                out.append(nvls_cells.stated(r))  # the configure.sh's NCCL_NVLS_ENABLE=0
     return out
 
 
@@ -225,7 +227,7 @@ def check() -> list[str]:
     for tag, line, phrase in FP8_PARAM_SOURCES:
         if mirror_rows.show("NVIDIA+NeMo", tag, gpt).splitlines()[line - 1].strip() != phrase:
             bad.append(f"NVIDIA/NeMo@{tag} {gpt} L{line}: not {phrase!r}")
-    return bad
+    return bad + nvls_cells.check("dgxc2411-grok1") + nvls_cells.check("dgxc2502-grok1")
 
 
 if __name__ == "__main__":

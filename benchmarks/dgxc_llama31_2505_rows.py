@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import deferral_cells
 import mirror_rows
+import nvls_cells
 from dgxc2505_rows import FP8, H100, HEADER, OVERLAP, PAO, REPO, measured, row
 
 REPO_DIR = "NVIDIA+dgxc-benchmarking"
@@ -64,7 +65,7 @@ def rows() -> list[dict]:
                   + (FP8 if dtype == "fp8" else BF16) + "; pipeline layout Et|(tt|)*62tL as "
                   "training_dgxc2505.csv's GB200 rows (the llama31_405b recipe's "
                   "account_for_embedding/loss_in_pipeline_split); " + H100)))
-    return [deferral_cells.stated(r) for r in out]
+    return [nvls_cells.stated(deferral_cells.stated(r)) for r in out]
 
 
 def check() -> list[str]:
@@ -83,7 +84,7 @@ def check() -> list[str]:
         bad.append(f"no layout row {LAYOUT_LINE!r}")
     launch = mirror_rows.show(REPO_DIR, COMMIT, "llama3.1/launch.sh")
     bad += [f"launch.sh lacks {p!r}" for p in LAUNCH_PHRASES if p not in launch]
-    return bad + deferral_cells.check("dgxc250501-")
+    return bad + deferral_cells.check("dgxc250501-") + nvls_cells.check("dgxc250501-")
 
 
 if __name__ == "__main__":

@@ -16,9 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mirror_rows
+import nvls_cells
 from dgxc2505_rows import FP8, GB200, H100, OVERLAP, REL, REPO, measured
 
-HEADER = mirror_rows.v2_header(ep=["etp"], note=["attention_dropout", "hidden_dropout"])
+HEADER = mirror_rows.v2_header(ep=["etp"], note=["attention_dropout", "hidden_dropout",
+                                                  nvls_cells.COLUMN])
 REPO_DIR = "NVIDIA+dgxc-benchmarking"
 COMMIT = "68eaf7e117bf16cb018861ce101e8f80925f74d8"
 README = "llama4/README.md"
@@ -93,7 +95,7 @@ def rows() -> list[dict[str, object]]:
                       f"on H100 was run with CUDA Graphs enabled'); run by llama4/launch.sh with "
                       f"{NEMO}; {OVERLAP}; " + (FP8 if dtype == "fp8" else BF16) + "; "
                       + (GB200 if gpu == "gb200" else H100)))
-            out.append(r)
+            out.append(nvls_cells.stated(r))  # NeMo's slurm_executor NCCL_NVLS_ENABLE=0
     return out
 
 
@@ -126,7 +128,7 @@ def check() -> list[str]:
                      ("MBS", 1)):
             if f"{k}=${{{k}:-{v}}}" not in branch:
                 bad.append(f"launch.sh {gpu}: {k} is not {v}")
-    return bad
+    return bad + nvls_cells.check("dgxc2505-llama4")
 
 
 if __name__ == "__main__":

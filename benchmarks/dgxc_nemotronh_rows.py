@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mirror_rows
+import nvls_cells
 from dgxc2505_rows import FP8, H100, HEADER, OVERLAP, REL, REPO, measured, row
 
 REPO_DIR = "NVIDIA+dgxc-benchmarking"
@@ -50,7 +51,7 @@ def rows() -> list[dict]:
             note=(f"{measured(t, tps, 8192, gbs)}; column '{gpus}x H100 GPUs'; {RUN}; {OVERLAP} "
                   "(whether Transformer Engine's userbuffers serve the Mamba projections is not "
                   f"stated); {FP8}; {H100}")))
-    return out
+    return [nvls_cells.stated(r) for r in out]  # NeMo's slurm_executor NCCL_NVLS_ENABLE=0
 
 
 def check() -> list[str]:
@@ -59,9 +60,10 @@ def check() -> list[str]:
     steps = [float(x) for x in re.findall(r"\|([\d.]+)", lines[LINE - 1])]
     tokens = [int(x) for x in re.findall(r"\|(\d+)", lines[LINE])]
     want = dict(zip(TABLE, zip(steps, tokens)))
-    return [f"{g} GPUs: typed {TABLE[g]} != README {want.get(g)}" for g in TABLE
-            if want.get(g) != TABLE[g]] + ([] if len(steps) == len(TABLE) else
-                                            [f"{len(steps)} columns in the README"])
+    bad = [f"{g} GPUs: typed {TABLE[g]} != README {want.get(g)}" for g in TABLE
+           if want.get(g) != TABLE[g]] + ([] if len(steps) == len(TABLE) else
+                                          [f"{len(steps)} columns in the README"])
+    return bad + nvls_cells.check("dgxc2505-nemotron-h")
 
 
 if __name__ == "__main__":

@@ -41,8 +41,9 @@ READ = {
         "src/megatron/bridge/training/comm_overlap.py L453-456 turn overlap_p2p_comm on at "
         "PP 8 x VP 4 (training_errata.csv adds pp_overlap); scripts/performance/run_script.py "
         "L94-95 turn overlap_grad_reduce off on H100 while comm_overlap.py L542-545 "
-        "(_get_optimizer_overlap_cfgs) and recipes/deepseek/deepseek_v3.py L273 leave overlap_param_gather on at DP > 1: half of "
-        "dp_overlap, which the options vocabulary cannot state, so the errata keeps it out",
+        "(_get_optimizer_overlap_cfgs) and recipes/deepseek/deepseek_v3.py L273 leave "
+        "overlap_param_gather on at DP > 1: the errata states that half of dp_overlap "
+        "(option overlap_param_gather, the 61st session)",
 }
 
 

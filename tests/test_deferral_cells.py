@@ -42,7 +42,7 @@ def test_each_row_states_what_its_recipe_sets(name):
         limit, cite, _ = src
         assert (r["defer_embedding_wgrad_compute"], r["wgrad_deferral_limit"]) == ("1", str(limit))
         assert int(r["pp"]) > 1, r["id"]  # Megatron-core refuses it without pipelining
-        assert r["note"].endswith(CELLS.clause(limit, cite)), r["id"]
+        assert CELLS.clause(limit, cite) in r["note"], r["id"]  # nvls_cells may follow
 
 
 def test_the_limits_are_the_recipes_50_and_22():

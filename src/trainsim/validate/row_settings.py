@@ -13,6 +13,7 @@ from typing import Any
 
 from trainsim.catalog import gpu, model_dict, model_name, names, node
 from trainsim.catalog.defaults import OVERLAP_ACTS, overlap_stages, truthy
+from trainsim.catalog.fallback import read_by_fallback
 from trainsim.catalog.schema_checks import NVLINK_SCOPES
 from trainsim.config._build import suggest
 from trainsim.config.cluster import segment_domains
@@ -51,6 +52,14 @@ OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
                  # DP overlap "including the first all-gather and last reduce-scatter" (MegaScale
                  # §3.2): gradients reduce under the backward, parameters gather ahead of forward
                  "dp_overlap": ("parallel", ("overlap_grad_reduce", "overlap_param_gather")),
+                 # the gather half alone, Megatron's own flag name: the parameter all-gathers
+                 # ahead of each chunk's forward while the gradients reduce after the backward
+                 # (Megatron-Bridge@v0.1.0rc3 scripts/performance/run_script.py L94-95 turns
+                 # overlap_grad_reduce off for DeepSeek-V3 on H100, training/comm_overlap.py
+                 # L542-545 keeps overlap_param_gather at DP > 1; Megatron-core core_v0.14.0
+                 # distributed_data_parallel.py L66-68: one bucket per buffer without the
+                 # reduce overlap, L322 / L431 the gather overlap on its own switch)
+                 "overlap_param_gather": ("parallel", ("overlap_param_gather",)),
                  "ep_overlap": ("parallel", ("moe_overlap_ep_comm",)),
                  # the shared experts on a side stream beside the expert all-to-alls (Megatron-core
                  # moe_shared_expert_overlap: NeMo's Llama4Config sets it, NVIDIA/NeMo@7a8f1cc7bc
@@ -295,8 +304,9 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
     training: dict[str, Any] = {"global_batch_size": row["global_batch_size"],
                                 "seq_length": row["seq_length"], "dtype": "bf16"}
     for opt, (sec, fieldnames) in OPTION_FIELDS.items():
-        for fieldname in fieldnames:
-            (parallel if sec == "parallel" else training)[fieldname] = opt in options
+        for fieldname in fieldnames:  # a field two options turn on (dp_overlap's gather): either
+            section = parallel if sec == "parallel" else training
+            section[fieldname] = section.get(fieldname, False) or opt in options
     if "lamb" in options:
         training["optimizer"] = "lamb"
     if "hf_modules" in options:
@@ -324,7 +334,8 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
         model["moe_pad_expert_input_to_capacity"] = True
     if stated:  # a row's own options are checked before its framework is read
         profile = row_profile(row)
-        _dropped_defaults(row, model, profile, stated)
+        if not read_by_fallback(row):
+            _dropped_defaults(row, model, profile, stated)
     if _cell(row, "etp") is None and _cell(row, "tp") is not None and profile is not None \
             and profile.features.get("moe_etp_unset_is_tp") and _is_moe(model):
         # an expert TP the run left unset: the framework's, the TP (``moe_etp_unset_is_tp``)
@@ -371,12 +382,16 @@ def _dropped_defaults(row: dict[str, str], model: dict[str, Any], profile: Any,
     list (:func:`stated_options`), so the row runs without them. graphs58: the 57th session's
     what-if wrote ``cuda_graphs`` alone in a Nemotron 3 row's cell and lost the profile's
     ``dp_overlap`` without a word (exposed DP 0.593 -> 1.614 s). ``dp_overlap`` is not named
-    where the row has no data- or context-parallel ranks (nothing to reduce over them)."""
+    where the row has no data- or context-parallel ranks (nothing to reduce over them). Not
+    called for a row on a framework with no profile here (``catalog.fallback.read_by_fallback``):
+    the defaults are then the fallback stack's, which its cell could not have listed (the blind
+    Automodel DeepSeek-V3 rows were told to list Megatron-core's pp_overlap, which their torch
+    2.8 pipeline schedule does not have: automodel.yaml ``p2p_overlap``)."""
     import warnings
 
     from trainsim.errors import TrainsimWarning
 
-    dropped = recipe_options(row, model, profile) - stated
+    dropped = _left_out(recipe_options(row, model, profile), stated)
     try:
         if int(row["num_gpus"]) == int(row["tp"]) * int(row["pp"]):
             dropped.discard("dp_overlap")
@@ -403,7 +418,17 @@ def omitted_defaults(row: dict[str, str]) -> set[str]:
         {"preset": row["model"]} if _cell(row, "model") and model_name(row["model"]) else {}
     if _cell(row, "num_experts") is not None:
         model["num_experts"] = _cell(row, "num_experts")
-    return recipe_options(row, model, row_profile(row)) - stated
+    return _left_out(recipe_options(row, model, row_profile(row)), stated)
+
+
+def _left_out(defaults: set[str], stated: set[str]) -> set[str]:
+    """The framework's defaults a stated cell leaves out; ``dp_overlap`` is not left out by a
+    cell that states its gather half alone (``overlap_param_gather``): the row says which half
+    its run overlapped (Megatron-Bridge's H100 DeepSeek-V3 runs, OPTION_FIELDS)."""
+    out = defaults - stated
+    if "overlap_param_gather" in stated:
+        out.discard("dp_overlap")
+    return out
 
 
 def recipe_options(row: dict[str, str], model: dict[str, Any], profile: Any) -> set[str]:
