@@ -80,7 +80,7 @@ def test_a3_mega_tcpxo_rows_at_large_messages_are_infiniband(tmp_path):
     assert res["a3mega-tcpxo-h100x16-allgather-1m"] > 2
 
 
-def test_tcpx_runs_ring_simple_unless_the_config_forces_another():
+def test_tcpx_runs_ring_simple_and_refuses_another():
     net = AnalyticalNetwork(_cluster("tcpx"))
     span = net.span(16, 1)
     assert net.collective("all_reduce", 2**20, span).protocol == "Simple"
@@ -88,8 +88,12 @@ def test_tcpx_runs_ring_simple_unless_the_config_forces_another():
     one_vm = net.span(8, 1)  # NCCL_ALGO=Ring is the job's: no NVLS inside the VM either
     assert net.collective("all_reduce", 2**30, one_vm).algorithm == "ring"
     assert net.collective("all_to_all", 2**20, span).algorithm == "direct"
-    forced = AnalyticalNetwork(_cluster("tcpx", nccl_proto="LL128"))
-    assert forced.collective("all_reduce", 2**20, span).protocol == "LL128"
+    # robust61: a forced protocol or algorithm TCPX does not run is refused, not priced
+    # (config.fabric_rules: 'TCPX only supports Simple protocol')
+    with pytest.raises(ConfigError, match="nccl_proto=LL128 but cluster.fabric=tcpx"):
+        _cluster("tcpx", nccl_proto="LL128")
+    assert AnalyticalNetwork(_cluster("tcpx", nccl_proto="simple", nccl_algo="Ring")).collective(
+        "all_reduce", 2**20, span).time_s == net.collective("all_reduce", 2**20, span).time_s
     ib = AnalyticalNetwork(_cluster("infiniband"))
     assert ib.collective("all_reduce", 2**30, one_vm).algorithm == "nvls"
     t_ib = ib.collective("all_reduce", 2**26, span).time_s

@@ -92,12 +92,17 @@ FP8_MOE_FEATURES: dict[str, Callable[[Any], str | None]] = {
     # are added inside the compiled activation, no bias kernel at all, which also drops the
     # separate fc2 bias kernel a multi_stream experts implementation adds otherwise
     "moe_bias_loop": _nullable(_bool),
-    # Megatron-core's MoE layer CUDA-graph scopes ``moe_router`` / ``moe_preprocess`` and the
-    # Mamba layers' ``mamba`` (transformer/enums.py ``CudaGraphScope``, added 2025-12-30 by
-    # 2b343d739f, first in core_v0.16.0; core_v0.15.0's ``cuda_graph_scope`` is a string:
-    # full, attn, full_iteration); false: a config naming them is refused; null: not recorded
-    # (allowed)
+    # Megatron-core's later CUDA-graph scopes ``mlp`` / ``moe`` / ``moe_router`` /
+    # ``moe_preprocess`` and the Mamba layers' ``mamba`` (transformer/enums.py ``CudaGraphScope``,
+    # added 2025-12-30 by 2b343d739f, first in core_v0.16.0; core_v0.15.0's ``cuda_graph_scope``
+    # is a string: full, attn, full_iteration); false: a config naming them is refused; null:
+    # not recorded (allowed)
     "moe_graph_scopes": _nullable(_bool),
+    # the whole-iteration CUDA graph, ``cuda_graph_scope: full_iteration`` (NVIDIA/Megatron-LM
+    # e7c55de99e, 2025-08-01, first in core_v0.14.0: megatron/training/full_cuda_graph.py);
+    # false refuses a config naming it (catalog.run_framework.graph_scopes_problem, robust60
+    # lead 1); null: not recorded (allowed)
+    "full_iteration_graph": _nullable(_bool),
     # fp8 delayed scaling updates each Transformer Engine module's amax history and scales at
     # the start of its forward and of its backward (TE <= 1.5; ``workload.layers``)
     "fp8_module_scale_update": _nullable(_bool),

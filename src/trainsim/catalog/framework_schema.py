@@ -524,7 +524,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "looped_bfs_schedule", "embedding_wgra
     "sdpa_repeat_kv",
     "unfused_repeat_kv", "softmax_fp32_saved", "xla_layers", "cp_sdpa_ring", "cp_te_ring",
     "sp_gathered_gemm_inputs", "te_version", "torch_interleaved_warmup", "microbatch_group_size",
-    "per_tensor_optimizer", "optimizer_impl", "precision_aware_optimizer", "moe_graph_scopes", "flash_unpad", "train_metric_losses",
+    "per_tensor_optimizer", "optimizer_impl", "precision_aware_optimizer", "moe_graph_scopes", "full_iteration_graph", "flash_unpad", "train_metric_losses",
     "grad_reduce_bf16_flag",
     "autocast_dtypes",
     "te_linear_mlp", "fp8_recompute_16bit", "fp8_module_scale_update", "fp8_amax_tp_async", "fp8_amax_tp_only",

@@ -129,8 +129,9 @@ def graph_scopes_problem(raw: Any, profile: Any, where: str) -> None:
     that ``profile`` cannot run: any scope where the framework has no Megatron-core
     ``cuda_graph_scope`` at all (profile feature ``graph_scopes`` false: DeepSpeed, torchtitan,
     Megatron-core before 0.12; robust59 lead 1: ``attn`` under DeepSpeed was priced as
-    Megatron-core's layer scope), and the later scopes (``LATE_GRAPH_SCOPES``) before
-    ``moe_graph_scopes``. A name that is not text or not a scope is left to
+    Megatron-core's layer scope), ``full_iteration`` where ``full_iteration_graph`` is false
+    (core 0.12-0.13, NeMo 25.04-25.07: robust60 lead 1, priced as whole-layer graphs) and the
+    later scopes (``LATE_GRAPH_SCOPES``) before ``moe_graph_scopes``. A name that is not text or not a scope is left to
     ``config.graph_scope``'s refusal, which lists the names."""
     items = raw.replace(";", ",").split(",") if isinstance(raw, str) else \
         raw if isinstance(raw, (list, tuple)) else ()
@@ -145,6 +146,11 @@ def graph_scopes_problem(raw: Any, profile: Any, where: str) -> None:
                           "cuda_graph_scope (Megatron-core's CUDA graphs of parts of a layer, "
                           "first in NVIDIA/Megatron-LM@a606486ece, 2025-03-18, core_v0.12.0; "
                           "profile feature graph_scopes: false); leave it unset")
+    if "full_iteration" in names and profile.supports("full_iteration_graph") is False:
+        raise ConfigError("training.cuda_graph_scope=full_iteration but "
+                          f"{where} has no whole-iteration CUDA graph (it arrived in "
+                          "Megatron-LM@e7c55de99e, 2025-08-01, first in core_v0.14.0; profile "
+                          "feature full_iteration_graph: false); use full, or leave it unset")
     late = [s for s in names if s in LATE_GRAPH_SCOPES]
     if late and profile.supports("moe_graph_scopes") is False:
         raise ConfigError(f"training.cuda_graph_scope={','.join(names)} but {where} has no "

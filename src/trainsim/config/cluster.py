@@ -19,6 +19,7 @@ from trainsim.config._build import (
     suggest,
     unknown_field,
 )
+from trainsim.config.fabric_rules import fabric_problem
 from trainsim.config.nccl_release import nccl_release
 from trainsim.errors import ConfigError, TrainsimWarning
 
@@ -416,6 +417,8 @@ class ClusterConfig:
                               f"; known: {', '.join(FABRICS)}")
         ib_like = fabric in ("roce", "tcpxo")  # priced as InfiniBand (FABRICS)
         object.__setattr__(self, "fabric", "infiniband" if ib_like else fabric)
+        fabric_problem(self.fabric, self.nccl_algo, self.nccl_proto, self.in_network_reduction,
+                       self.network_backend)
         if self.network_backend == "flow" and self.nccl_proto != "auto":
             # the flow model shares links among flows and has no protocols (FlowNetwork.
             # collective: "protocol is reported, not priced"): a forced one was shown, unpriced

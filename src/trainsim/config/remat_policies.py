@@ -26,6 +26,8 @@ L1110).
 
 from __future__ import annotations
 
+import re
+
 from trainsim.errors import ConfigError
 
 DOTS = "*dots"
@@ -76,7 +78,9 @@ def remat_policy_names(policy: str) -> tuple[str, ...]:
     ``custom:<name>;<name>...`` (MaxText's ``remat_policy=custom`` with those tensors on
     ``device``). ValueError with the reason for anything else."""
     if policy.startswith("custom:"):
-        names = tuple(w for w in policy[len("custom:"):].replace(",", ";").split(";") if w)
+        # the names as MaxText lists them, split on ';' or ',' (or a space: robust61,
+        # 'custom: qkv_proj' was refused for its ' qkv_proj'), in lower case as the names are
+        names = tuple(w.lower() for w in re.split(r"[;,\s]+", policy[len("custom:"):]) if w)
         bad = [w for w in names if w not in CHECKPOINT_NAMES]
         if bad:
             raise ValueError(f"custom remat policy: unknown checkpoint name '{bad[0]}'; known: "
@@ -93,16 +97,19 @@ def remat_policy_names(policy: str) -> tuple[str, ...]:
 
 def remat_policy_checked(policy: object, recompute: str, modules: object) -> str:
     """``parallel.remat_policy`` as ``ParallelConfig`` keeps it (a name in lower case, a
-    ``custom:`` list as written), or a ConfigError: an unknown name, recompute off, or a
+    ``custom:`` list as its names, `;`-separated), or a ConfigError: an unknown name, recompute off, or a
     Megatron-core module list beside it."""
     if not isinstance(policy, str):
         raise ConfigError(f"parallel.remat_policy: {policy!r} is not a policy name")
     policy = policy.strip()
-    policy = policy if policy.startswith("custom:") else policy.lower()
+    custom = policy[:7].lower() == "custom:"
+    policy = "custom:" + policy[7:] if custom else policy.lower()
     try:
-        remat_policy_names(policy)
+        names = remat_policy_names(policy)
     except ValueError as e:
         raise ConfigError(f"parallel.remat_policy: {e}") from None
+    if custom:  # kept as the names read, ';'-separated (a resolved config reads back the same)
+        policy = "custom:" + ";".join(names)
     if recompute == "none":
         raise ConfigError("parallel.remat_policy needs recompute=selective or full")
     if modules is not None:

@@ -23,6 +23,7 @@ from trainsim.collectives import (
 from trainsim.collectives.nccl import intra_link_kind
 from trainsim.collectives.placement import placed_span
 from trainsim.config import ClusterConfig
+from trainsim.errors import ConfigError
 
 NVLINK_EFFICIENCY = 0.80
 NIC_EFFICIENCY = 0.96
@@ -67,6 +68,9 @@ class AnalyticalNetwork:
 
     def collective(self, kind: str, size_bytes: float, span: GroupSpan,
                    algorithm: str | None = None, protocol: str | None = None) -> CollectiveCost:
+        forced = [f"{k}={v}" for k, v, given in (("nccl_algo", self.cluster.nccl_algo, algorithm),
+                                                  ("nccl_proto", self.cluster.nccl_proto, protocol))
+                  if given is None and v.lower() != "auto"]
         algorithm = algorithm or self.cluster.nccl_algo
         protocol = protocol or self.cluster.nccl_proto
         if algorithm.lower() == "auto" and kind not in ("all_to_all", "send_recv"):
@@ -78,6 +82,15 @@ class AnalyticalNetwork:
         if c is None:
             fabric = self.fabric if span.nodes <= self.cluster.nodes_per_leaf \
                 else self.spine_fabric
-            c = self._cache[key] = collective_cost(kind, size_bytes, span, fabric, algorithm,
-                                                   protocol)
+            try:
+                c = self._cache[key] = collective_cost(kind, size_bytes, span, fabric, algorithm,
+                                                       protocol)
+            except ConfigError as e:
+                if not forced:
+                    raise
+                # robust61: the refusal named no field; NCCL_ALGO / NCCL_PROTO bind every
+                # collective of the job, so one group that cannot run it refuses the run
+                raise ConfigError(f"cluster.{' and '.join(forced)}: {e}; the setting applies "
+                                  "to every collective of the run (as NCCL_ALGO / NCCL_PROTO "
+                                  "do): leave it auto") from None
         return c

@@ -521,14 +521,20 @@ def _searched_for_check(full: dict[str, Any], engine: object = None) -> dict[str
     the search tries the engine's stages, ``search.rules.zeros_fit``), under a fixed
     ``dp_replicate`` > 1 the least sharded stage of the engine (``fixed`` ``engine``, else the
     profile's), as HSDP needs one and the search tries those only
-    (``search.fixed.sharded_for_replicas``), and under a fixed
+    (``search.fixed.sharded_for_replicas``), a recompute level a fixed recompute-bound field
+    needs (``search.fixed.recompute_levels``), and under a fixed
     ``pipeline_schedule`` or vpp > 1 a pipeline of 2 stages (2 chunks each for the
     interleaved schedules); the candidates' own sizes are checked as each is built."""
     from trainsim.config.parallel import schedule_name
     from trainsim.config.validity import zero_stages
     from trainsim.search.rules import unsharded_zero
 
+    from trainsim.search.fixed import recompute_levels
+
     fill: dict[str, Any] = {}
+    levels = recompute_levels(full)
+    if levels and "recompute" not in full:  # robust61: checked at a level the search tries
+        fill["recompute"] = levels[-1]
     if full.get("sequence_parallel") is True and "tensor_model_parallel_size" not in full:
         fill["tensor_model_parallel_size"] = 2  # at tp 1 ParallelConfig turns SP off
     impl = full.get("data_parallel_impl")

@@ -50,6 +50,9 @@ def narrowed(space: SearchSpace, fixed: tuple[tuple[str, object], ...]) -> Searc
                               f"was also given --recompute {','.join(space.recompute)}; "
                               "give one of them")
         out = dataclasses.replace(out, **{dim: (value,)})
+    levels = recompute_levels(f)
+    if levels and f.get("recompute") is None:
+        out = _recompute_narrowed(out, f, levels)
     if "zero_stage" in f or "distributed_optimizer" in f:
         z = int(f.get("zero_stage") or 0)
         out = dataclasses.replace(out, zero=(1 if z == 0 and f.get("distributed_optimizer")
@@ -72,6 +75,37 @@ def narrowed(space: SearchSpace, fixed: tuple[tuple[str, object], ...]) -> Searc
     if pinned:  # a candidate's switches are its own fields (Candidate.to_config)
         out = dataclasses.replace(out, pinned=pinned)
     return out
+
+
+RECOMPUTE_BOUND = {"recompute_modules": ("selective",), "recompute_num_layers": ("full",),
+                   "remat_policy": ("selective", "full")}
+"""Parallel fields that need a recompute level (``ParallelConfig``: Megatron's
+--recompute-modules with selective, --recompute-num-layers with full, a JAX remat policy with
+either), which the search sets per candidate."""
+
+
+def recompute_levels(fixed: dict[str, object]) -> tuple[str, ...]:
+    """The recompute levels every recompute-bound field of ``fixed`` allows (all three when
+    none is fixed: ())."""
+    given = [levels for name, levels in RECOMPUTE_BOUND.items()
+             if fixed.get(name) not in (None, "")]
+    return tuple(x for x in ("selective", "full") if all(x in g for g in given)) if given else ()
+
+
+def _recompute_narrowed(space: SearchSpace, f: dict[str, object], levels: tuple[str, ...]
+                        ) -> SearchSpace:
+    """``space`` trying only the recompute ``levels`` the fixed fields of ``f`` allow
+    (robust61: the search refused --set parallel.recompute_modules with "needs
+    recompute=selective" whatever --recompute said; recompute_num_layers, remat_policy too)."""
+    names = [n for n in RECOMPUTE_BOUND if f.get(n) not in (None, "")]
+    kept = tuple(r for r in space.recompute if r in levels)
+    if not kept:
+        need = " or ".join(levels) or "one level for all of them"
+        raise ConfigError(f"parallel.{', '.join(names)} is fixed (--set) and needs recompute="
+                          f"{need}, but the search was given --recompute "
+                          f"{','.join(space.recompute)}; add {levels[0] if levels else 'it'} "
+                          "to --recompute")
+    return dataclasses.replace(space, recompute=kept)
 
 
 def _schedule_shown(name: str) -> str:

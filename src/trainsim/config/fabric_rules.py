@@ -1,0 +1,63 @@
+"""What NCCL cannot run over a cluster's inter-node transport (``cluster.fabric``), refused as
+the cluster is built (robust61: each was priced without a word).
+
+GPUDirect-TCPX (``tcpx``, Google's A3 High) runs NCCL's ring algorithm on the Simple protocol
+only, with NVLink SHARP off: Google's published NCCL configuration for the plugin sets
+``NCCL_ALGO=Ring``, ``NCCL_PROTO=Simple`` and ``NCCL_NVLS_ENABLE=0`` for the job
+(GoogleCloudPlatform/container-engine-accelerators gpudirect-tcpx/README.md; SkyPilot's
+examples/gcp_gpu_direct_tcpx/nccl_tcpx_gcpvm_h100.yaml @ d7fe39d7), and apple/axlearn's GKE A3
+job (axlearn/cloud/gcp/job.py ``GPUGKEJob``) says why beside each: "TCPX only supports Ring
+algorithm", "TCPX only supports Simple protocol", "TCPX is not compatible with NVLS"
+(``collectives.scale_terms.TCPX_ALGO``). A forced tree or LL128 was priced as InfiniBand's
+(LL128 faster than the fabric can run).
+
+In-network reduction (NCCL's CollNet over SHARP) needs the switches of an InfiniBand fabric
+(NVIDIA Quantum's SHARP; NCCL's CollNet plugin is nccl-rdma-sharp-plugins over IB verbs). EFA
+(AWS SRD through aws-ofi-nccl) and TCPX (TCP) have no reducing switch: ``in_network_reduction``
+there was priced as SHARP (EFA) or ignored (TCPX, whose ring never reads it).
+
+The flow backend (``network.flow.FlowNetwork``) prices the collectives its callers name with
+its own decompositions (``collectives.flows.FLOW_ALGORITHMS``: ring; direct for an
+all-to-all) and reads neither ``cluster.nccl_algo`` nor ``cluster.in_network_reduction``: a
+forced tree or SHARP was taken and priced as the flows' ring (as ``nccl_proto``, refused there
+since fuzz46)."""
+
+from __future__ import annotations
+
+from trainsim.errors import ConfigError
+
+TCPX_RUNS = ("ring", "Simple")
+"""The one NCCL algorithm and protocol GPUDirect-TCPX runs (module docstring)."""
+NO_SWITCH_REDUCTION = ("efa", "tcpx")
+"""Fabrics with no switch that reduces (no SHARP, so no CollNet)."""
+
+
+def fabric_problem(fabric: str, algorithm: str, protocol: str, in_network: bool,
+                   backend: str = "analytical") -> None:
+    """Refuse what ``fabric`` (``cluster.fabric`` as read, lower case) cannot run: a forced
+    ``cluster.nccl_algo`` / ``nccl_proto`` other than ring / Simple on ``tcpx``, and
+    ``cluster.in_network_reduction`` on a fabric without reducing switches; and what the flow
+    ``backend`` does not read (a forced algorithm other than ring, in-network reduction)."""
+    if backend == "flow" and algorithm.strip().lower() not in ("auto", "ring"):
+        raise ConfigError(f"cluster.nccl_algo={algorithm} is priced by the analytical network "
+                          "backend only; the flow backend runs ring (direct for an all-to-all): "
+                          "leave nccl_algo auto or ring")
+    if backend == "flow" and in_network:
+        raise ConfigError("cluster.in_network_reduction=true is priced by the analytical network "
+                          "backend only; the flow backend models no reducing switch: set "
+                          "in_network_reduction false or network_backend analytical")
+    if fabric == "tcpx":
+        algo = algorithm.strip().lower()
+        if algo not in ("auto", TCPX_RUNS[0]):
+            raise ConfigError(f"cluster.nccl_algo={algorithm} but cluster.fabric=tcpx runs NCCL's "
+                              "ring only (GPUDirect-TCPX: 'TCPX only supports Ring algorithm', "
+                              "Google's NCCL_ALGO=Ring); leave nccl_algo auto or set ring")
+        if protocol not in ("auto", TCPX_RUNS[1]):
+            raise ConfigError(f"cluster.nccl_proto={protocol} but cluster.fabric=tcpx runs NCCL's "
+                              "Simple protocol only (GPUDirect-TCPX: 'TCPX only supports Simple "
+                              "protocol', Google's NCCL_PROTO=Simple); leave nccl_proto auto or "
+                              "set Simple")
+    if in_network and fabric in NO_SWITCH_REDUCTION:
+        raise ConfigError(f"cluster.in_network_reduction=true but cluster.fabric={fabric} has no "
+                          "switch that reduces (SHARP, NCCL's CollNet, needs an InfiniBand "
+                          "fabric); set in_network_reduction false")
