@@ -527,9 +527,8 @@ def _searched_for_check(full: dict[str, Any], engine: object = None) -> dict[str
     interleaved schedules); the candidates' own sizes are checked as each is built."""
     from trainsim.config.parallel import schedule_name
     from trainsim.config.validity import zero_stages
-    from trainsim.search.rules import unsharded_zero
-
     from trainsim.search.fixed import recompute_levels
+    from trainsim.search.rules import unsharded_zero
 
     fill: dict[str, Any] = {}
     levels = recompute_levels(full)
