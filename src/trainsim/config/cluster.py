@@ -418,7 +418,7 @@ class ClusterConfig:
         ib_like = fabric in ("roce", "tcpxo")  # priced as InfiniBand (FABRICS)
         object.__setattr__(self, "fabric", "infiniband" if ib_like else fabric)
         fabric_problem(self.fabric, self.nccl_algo, self.nccl_proto, self.in_network_reduction,
-                       self.network_backend)
+                       self.network_backend, nvls=self.gpu.nvls and self.nvls)
         if self.network_backend == "flow" and self.nccl_proto != "auto":
             # the flow model shares links among flows and has no protocols (FlowNetwork.
             # collective: "protocol is reported, not priced"): a forced one was shown, unpriced

@@ -20,7 +20,15 @@ The flow backend (``network.flow.FlowNetwork``) prices the collectives its calle
 its own decompositions (``collectives.flows.FLOW_ALGORITHMS``: ring; direct for an
 all-to-all) and reads neither ``cluster.nccl_algo`` nor ``cluster.in_network_reduction``: a
 forced tree or SHARP was taken and priced as the flows' ring (as ``nccl_proto``, refused there
-since fuzz46)."""
+since fuzz46).
+
+Some forced algorithms no group of the cluster can run, whatever the run's groups: CollNet
+without in-network reduction, NVLS / NVLS-Tree where NVLink SHARP is off (a GPU without it, or
+``cluster.nvls: false``), and ``direct`` (all-to-all's, which NCCL_ALGO does not pick). They
+were refused only when the first collective was priced (robust61: the service queued them);
+what depends on a group's shape (tree inside one node, NVLS across nodes, PAT with more than
+one rank a node) is still refused there, naming ``cluster.nccl_algo``
+(``network.analytical``)."""
 
 from __future__ import annotations
 
@@ -33,11 +41,24 @@ NO_SWITCH_REDUCTION = ("efa", "tcpx")
 
 
 def fabric_problem(fabric: str, algorithm: str, protocol: str, in_network: bool,
-                   backend: str = "analytical") -> None:
+                   backend: str = "analytical", nvls: bool = True) -> None:
     """Refuse what ``fabric`` (``cluster.fabric`` as read, lower case) cannot run: a forced
     ``cluster.nccl_algo`` / ``nccl_proto`` other than ring / Simple on ``tcpx``, and
     ``cluster.in_network_reduction`` on a fabric without reducing switches; and what the flow
-    ``backend`` does not read (a forced algorithm other than ring, in-network reduction)."""
+    ``backend`` does not read (a forced algorithm other than ring, in-network reduction); and
+    a forced algorithm no group can run on this cluster (``nvls``: NVLink SHARP on)."""
+    algo = algorithm.strip().lower()
+    if algo == "collnet" and not in_network:
+        raise ConfigError("cluster.nccl_algo=collnet needs cluster.in_network_reduction=true "
+                          "(NCCL's CollNet reduces in SHARP switches); leave nccl_algo auto")
+    if algo in ("nvls", "nvls_tree") and not nvls:
+        raise ConfigError(f"cluster.nccl_algo={algorithm} needs NVLink SHARP, which this cluster "
+                          "has off (its GPU's NVSwitch has none, or cluster.nvls is false); "
+                          "leave nccl_algo auto")
+    if algo == "direct":
+        raise ConfigError("cluster.nccl_algo=direct is no algorithm NCCL_ALGO picks (all-to-all "
+                          "and point-to-point sends run direct whatever it says); leave "
+                          "nccl_algo auto")
     if backend == "flow" and algorithm.strip().lower() not in ("auto", "ring"):
         raise ConfigError(f"cluster.nccl_algo={algorithm} is priced by the analytical network "
                           "backend only; the flow backend runs ring (direct for an all-to-all): "

@@ -71,7 +71,7 @@ class Vary:
         if len(path.split(".")) < 2:
             raise ConfigError(f"--vary {text!r}: the path needs a section, e.g. cluster.nvlink_gbyte_s")
         where = f"--vary {path}"
-        if ":" in spec:
+        if ":" in spec and not text_field(path):  # robust61: custom:qkv_proj is no LO:HI
             parts = spec.split(":")
             if len(parts) not in (2, 3):
                 raise ConfigError(f"{where}: expected LO:HI or LO:HI:STEPS, got {spec!r}")
