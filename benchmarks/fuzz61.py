@@ -4,11 +4,12 @@ not reach (``cluster.fabric`` tcpx / tcpxo and the A3 node presets, ``parallel.r
 
 - ``fabric``: ``cluster.fabric`` (every name, other case, the A3 presets) x a forced
   ``nccl_algo`` / ``nccl_proto`` x ``in_network_reduction`` x network backend x one or two
-  nodes. Oracle: this script's own table of what each transport runs (``_CAN``: GPUDirect-TCPX
-  ring / Simple only, Google's NCCL_ALGO=Ring, NCCL_PROTO=Simple; SHARP only on an InfiniBand
-  fabric; the flow backend reads no forced algorithm but ring and no SHARP): a setting the
-  fabric or backend cannot run is refused in one line naming it (``cluster.<field>``); any
-  other refusal names the forced field; an answer is sane and reads back;
+  nodes x a stated NCCL release. Oracle: this script's own table of what each transport runs
+  (``_CAN``: GPUDirect-TCPX ring / Simple only, Google's NCCL_ALGO=Ring, NCCL_PROTO=Simple and
+  NCCL_NVLS_ENABLE=0, so no NVLS buffers; SHARP only on an InfiniBand fabric; the flow backend
+  reads no forced algorithm but ring and no SHARP): a setting the fabric or backend cannot run
+  is refused in one line naming it (``cluster.<field>``); any other refusal names the forced
+  field; an answer is sane and reads back, and on TCPX holds the memory of ``nvls: false``;
 - ``remat``: ``parallel.remat_policy`` spellings (case, spaces, ``custom:`` lists split by
   ``;``, ``,`` or spaces, unknown names, the offloaded policies) x recompute x framework.
   Oracle: a spelling of a valid policy answers as its plain form; anything else is refused in
@@ -119,6 +120,8 @@ def _fabric_run(rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
         stated["in_network_reduction"] = True
     if rng.random() < 0.25:
         stated["network_backend"] = "flow"
+    if rng.random() < 0.4:  # NCCL's NVLS buffers are counted where the release is stated
+        stated["nccl_version"] = rng.choice(["2.19.4", "2.21.5", "2.23.4"])
     c.update(stated, num_gpus=rng.choice([8, 16, 16, 32]))
     raw["training"]["global_batch_size"] = 32
     return raw, {"node": node, **stated}
@@ -142,6 +145,12 @@ def _fabric_check(raw: dict[str, Any], label: dict[str, Any]) -> str | None:
     if cannot and kind == "ok":
         where = "the flow backend" if flow and fabric not in _CAN else "the fabric"
         return f"cluster.{cannot[0]} {where} cannot run taken"
+    if kind == "ok" and fabric == "tcpx" and "nccl_version" in label:
+        off = copy.deepcopy(raw)
+        off["cluster"]["nvls"] = False  # TCPX runs with NCCL_NVLS_ENABLE=0: no NVLS buffers
+        kind0, plain = _cli_run(off, json.dumps(label) + " nvls off")
+        if kind0 == "ok" and plain[1] != got[1]:
+            return "NVLS buffers counted on a TCPX cluster (NCCL_NVLS_ENABLE=0)"
     if kind == "refused" and not cannot:
         forced = [k for k in ("nccl_algo", "nccl_proto") if label.get(k, "auto").lower() != "auto"]
         words = [f"cluster.{k}" for k in forced] or ["cluster."]
@@ -357,7 +366,8 @@ more than one rank a node) is refused only when that collective is priced (namin
 
 def _service_fabric(raw: dict[str, Any], label: str) -> str | None:
     bad = _service_alike(raw, _WORKDIR[0])
-    if bad and "the service queues" in bad and "cannot run" in bad and "nccl_algo=" in bad:
+    if bad and "the service queues" in bad and bad.split(": ", 1)[1].startswith(
+            "cluster.nccl_algo="):
         KNOWN_OPEN.append(label)
         return None
     return bad

@@ -65,6 +65,15 @@ def test_control_tcpx_spelt_as_it_runs_answers_as_auto():
     assert _simulate(_raw({"fabric": "infiniband", "in_network_reduction": True})).iteration_time_s
 
 
+def test_a_tcpx_cluster_binds_no_nvls_buffers():
+    """GPUDirect-TCPX runs with NCCL_NVLS_ENABLE=0; main counted NCCL's NVLS buffers (1.6 GB
+    here) on an A3 High run that stated its NCCL release."""
+    def peak(**cluster):
+        return _simulate(_raw({"nccl_version": "2.21.5", **cluster})).peak_memory_bytes
+
+    assert peak(fabric="tcpx") == peak(fabric="tcpx", nvls=False) < peak(fabric="infiniband")
+
+
 @pytest.mark.parametrize(("cluster", "words"), [
     ({"nccl_algo": "tree"}, "nccl_algo=tree is priced by the analytical"),
     ({"nccl_algo": "collnet", "in_network_reduction": True}, "nccl_algo=collnet is priced"),
@@ -85,6 +94,7 @@ def test_control_the_flow_backend_takes_ring():
     ({"nccl_algo": "nvls", "gpu": "a100-sxm-80gb"}, "nccl_algo=nvls needs NVLink SHARP"),
     ({"nccl_algo": "nvls_tree", "nvls": False}, "nccl_algo=nvls_tree needs NVLink SHARP"),
     ({"nccl_algo": "direct"}, "nccl_algo=direct is no algorithm NCCL_ALGO picks"),
+    ({"nccl_algo": "pat", "nccl_proto": "ll128"}, "nccl_proto=LL128 cannot run cluster.nccl_algo=pat"),
 ])
 def test_a_forced_algorithm_no_group_can_run_is_refused_as_the_cluster_is_read(cluster, words):
     """main refused these only when the first collective was priced, without naming the

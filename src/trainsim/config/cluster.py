@@ -19,7 +19,7 @@ from trainsim.config._build import (
     suggest,
     unknown_field,
 )
-from trainsim.config.fabric_rules import fabric_problem
+from trainsim.config.fabric_rules import fabric_problem, nvls_on
 from trainsim.config.nccl_release import nccl_release
 from trainsim.errors import ConfigError, TrainsimWarning
 
@@ -417,6 +417,7 @@ class ClusterConfig:
                               f"; known: {', '.join(FABRICS)}")
         ib_like = fabric in ("roce", "tcpxo")  # priced as InfiniBand (FABRICS)
         object.__setattr__(self, "fabric", "infiniband" if ib_like else fabric)
+        object.__setattr__(self, "nvls", nvls_on(self.fabric, self.nvls))
         fabric_problem(self.fabric, self.nccl_algo, self.nccl_proto, self.in_network_reduction,
                        self.network_backend, nvls=self.gpu.nvls and self.nvls)
         if self.network_backend == "flow" and self.nccl_proto != "auto":

@@ -24,19 +24,32 @@ since fuzz46).
 
 Some forced algorithms no group of the cluster can run, whatever the run's groups: CollNet
 without in-network reduction, NVLS / NVLS-Tree where NVLink SHARP is off (a GPU without it, or
-``cluster.nvls: false``), and ``direct`` (all-to-all's, which NCCL_ALGO does not pick). They
-were refused only when the first collective was priced (robust61: the service queued them);
-what depends on a group's shape (tree inside one node, NVLS across nodes, PAT with more than
-one rank a node) is still refused there, naming ``cluster.nccl_algo``
-(``network.analytical``)."""
+``cluster.nvls: false``), ``direct`` (all-to-all's, which NCCL_ALGO does not pick) and a forced
+LL / LL128 beside NVLS, CollNet or PAT (Simple only). They were refused only when the first
+collective was priced (robust61: the service queued them); what depends on a group's shape
+(tree inside one node, NVLS across nodes, PAT with more than one rank a node) is still
+refused there, naming ``cluster.nccl_algo`` (``network.analytical``)."""
 
 from __future__ import annotations
 
 from trainsim.errors import ConfigError
 
+
+def nvls_on(fabric: str, nvls: bool) -> bool:
+    """``cluster.nvls`` as the run has it: off on GPUDirect-TCPX, whose NCCL configuration sets
+    ``NCCL_NVLS_ENABLE=0`` ("TCPX is not compatible with NVLS"), so NCCL binds no NVLS buffers
+    (``memory.nccl_buffers``: robust61, an A3 High run stating its NCCL counted 1.6 GB of them)
+    and runs no NVLS (the ring ``TCPX_RUNS`` forces). Read as ``roce`` is read as InfiniBand:
+    ``nvls`` defaults to on, so a stated ``true`` cannot be told from the default."""
+    return nvls and fabric != "tcpx"
+
+
 TCPX_RUNS = ("ring", "Simple")
 """The one NCCL algorithm and protocol GPUDirect-TCPX runs (module docstring)."""
 NO_SWITCH_REDUCTION = ("efa", "tcpx")
+SIMPLE_ONLY = ("nvls", "nvls_tree", "collnet", "pat")
+"""Algorithms NCCL runs on the Simple protocol only (``collectives.nccl._time``: NCCL
+src/graph/tuning.cc); a forced LL / LL128 beside one could run no collective of it."""
 """Fabrics with no switch that reduces (no SHARP, so no CollNet)."""
 
 
@@ -44,10 +57,31 @@ def fabric_problem(fabric: str, algorithm: str, protocol: str, in_network: bool,
                    backend: str = "analytical", nvls: bool = True) -> None:
     """Refuse what ``fabric`` (``cluster.fabric`` as read, lower case) cannot run: a forced
     ``cluster.nccl_algo`` / ``nccl_proto`` other than ring / Simple on ``tcpx``, and
-    ``cluster.in_network_reduction`` on a fabric without reducing switches; and what the flow
+    ``cluster.in_network_reduction`` on a fabric without reducing switches; what the flow
     ``backend`` does not read (a forced algorithm other than ring, in-network reduction); and
     a forced algorithm no group can run on this cluster (``nvls``: NVLink SHARP on)."""
     algo = algorithm.strip().lower()
+    if fabric == "tcpx" and algo not in ("auto", TCPX_RUNS[0]):
+        raise ConfigError(f"cluster.nccl_algo={algorithm} but cluster.fabric=tcpx runs NCCL's "
+                          "ring only (GPUDirect-TCPX: 'TCPX only supports Ring algorithm', "
+                          "Google's NCCL_ALGO=Ring); leave nccl_algo auto or set ring")
+    if fabric == "tcpx" and protocol not in ("auto", TCPX_RUNS[1]):
+        raise ConfigError(f"cluster.nccl_proto={protocol} but cluster.fabric=tcpx runs NCCL's "
+                          "Simple protocol only (GPUDirect-TCPX: 'TCPX only supports Simple "
+                          "protocol', Google's NCCL_PROTO=Simple); leave nccl_proto auto or set "
+                          "Simple")
+    if in_network and fabric in NO_SWITCH_REDUCTION:
+        raise ConfigError(f"cluster.in_network_reduction=true but cluster.fabric={fabric} has no "
+                          "switch that reduces (SHARP, NCCL's CollNet, needs an InfiniBand "
+                          "fabric); set in_network_reduction false")
+    if backend == "flow" and algo not in ("auto", "ring"):
+        raise ConfigError(f"cluster.nccl_algo={algorithm} is priced by the analytical network "
+                          "backend only; the flow backend runs ring (direct for an all-to-all): "
+                          "leave nccl_algo auto or ring")
+    if backend == "flow" and in_network:
+        raise ConfigError("cluster.in_network_reduction=true is priced by the analytical network "
+                          "backend only; the flow backend models no reducing switch: set "
+                          "in_network_reduction false or network_backend analytical")
     if algo == "collnet" and not in_network:
         raise ConfigError("cluster.nccl_algo=collnet needs cluster.in_network_reduction=true "
                           "(NCCL's CollNet reduces in SHARP switches); leave nccl_algo auto")
@@ -59,26 +93,7 @@ def fabric_problem(fabric: str, algorithm: str, protocol: str, in_network: bool,
         raise ConfigError("cluster.nccl_algo=direct is no algorithm NCCL_ALGO picks (all-to-all "
                           "and point-to-point sends run direct whatever it says); leave "
                           "nccl_algo auto")
-    if backend == "flow" and algorithm.strip().lower() not in ("auto", "ring"):
-        raise ConfigError(f"cluster.nccl_algo={algorithm} is priced by the analytical network "
-                          "backend only; the flow backend runs ring (direct for an all-to-all): "
-                          "leave nccl_algo auto or ring")
-    if backend == "flow" and in_network:
-        raise ConfigError("cluster.in_network_reduction=true is priced by the analytical network "
-                          "backend only; the flow backend models no reducing switch: set "
-                          "in_network_reduction false or network_backend analytical")
-    if fabric == "tcpx":
-        algo = algorithm.strip().lower()
-        if algo not in ("auto", TCPX_RUNS[0]):
-            raise ConfigError(f"cluster.nccl_algo={algorithm} but cluster.fabric=tcpx runs NCCL's "
-                              "ring only (GPUDirect-TCPX: 'TCPX only supports Ring algorithm', "
-                              "Google's NCCL_ALGO=Ring); leave nccl_algo auto or set ring")
-        if protocol not in ("auto", TCPX_RUNS[1]):
-            raise ConfigError(f"cluster.nccl_proto={protocol} but cluster.fabric=tcpx runs NCCL's "
-                              "Simple protocol only (GPUDirect-TCPX: 'TCPX only supports Simple "
-                              "protocol', Google's NCCL_PROTO=Simple); leave nccl_proto auto or "
-                              "set Simple")
-    if in_network and fabric in NO_SWITCH_REDUCTION:
-        raise ConfigError(f"cluster.in_network_reduction=true but cluster.fabric={fabric} has no "
-                          "switch that reduces (SHARP, NCCL's CollNet, needs an InfiniBand "
-                          "fabric); set in_network_reduction false")
+    if algo in SIMPLE_ONLY and protocol not in ("auto", "Simple"):
+        raise ConfigError(f"cluster.nccl_proto={protocol} cannot run cluster.nccl_algo={algo}: "
+                          "NCCL runs NVLS, CollNet and PAT on the Simple protocol only "
+                          "(collectives.nccl, tuning.cc); leave nccl_proto auto or set Simple")
