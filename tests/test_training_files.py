@@ -102,6 +102,17 @@ FILES = [
     CheckFile("flashattn", 17, script="flashattn_rows.py",
               mirrors=("Dao-AILab+flash-attention", "LambdaLabsML+flash-attention",
                        "LambdaLabsML+examples"), mape=0.13, band=(-0.30, 0.30)),
+    # source61 (first prediction, nothing fitted): 13 rows (9 NeMo, 4 MaxText) MAPE 8.2 %,
+    # -18.2 % (A4 B200 405B fp8, NeMo) / +5.3 % (A3 Ultra Mixtral bf16), signed -6.5 %; with
+    # fp8amax61's tp_only_amax_red stated (3 rows): 8.3 %, -18.7 % (A4 70B); by VM:
+    # test_source61_gpurecipes.py
+    CheckFile("gpurecipes", 13, script="source61_gpurecipes_rows.py",
+              mirrors=("AI-Hypercomputer+gpu-recipes",), mape=0.10, band=(-0.25, 0.12)),
+    # source61 (first prediction through the no-profile path: llm.c has none): 6 rows MAPE 26.7 %,
+    # every row slow, +2.4 % (GPT-2 1558M on H100) .. +52.5 % (GPT-3 125M at 2,048 on A100), the
+    # error falling with width: test_source61_llmc.py
+    CheckFile("llmc", 6, script="source61_llmc_rows.py", mirrors=("karpathy+llm.c",),
+              mape=0.30, band=(-0.10, 0.65)),
     CheckFile("flagperf", 24, script="flagperf_rows.py",
               mirrors=("FlagOpen+FlagPerf", "NVIDIA+Megatron-LM"), mape=0.14, band=(-0.32, 0.15)),
     # data52: MAPE 7.9 %; internevo53: 6.9 %; internevo54: 5.3 %, -22.8 / +2.9 %; the zero1=8 tp1
