@@ -66,9 +66,12 @@ def test_weight_cast_is_the_activation_cast_of_every_fp8_weight_and_skips_fp8_pa
     elements = 2 * sum(r * c * n for r, c, n, _ in fp8_weight_shapes(cfg, 0))
     (op,) = te_weight_cache.weight_quantization(cfg, range(2))
     assert op.bytes == pytest.approx(shard_of(cfg).fp8_cast_bytes * elements)
-    # current scaling: amax read 2, cast read 2, row-wise write 1, and the column-wise copy 1
-    # where TE makes one (NeMo 25.04's TE on any GPU: fp8_non_tn_layouts not in its profile)
-    assert op.bytes == pytest.approx(6 * elements)
+    # current scaling: amax read 2, cast read 2, row-wise write 1; NeMo 25.04's TE (bee4649c)
+    # makes no column-wise copy on Blackwell (the profile's fp8_non_tn_layouts, bwfp861) ...
+    assert op.bytes == pytest.approx(5 * elements)
+    # ... and the column-wise copy 1 more where GEMMs are TN only (Hopper)
+    (tn,) = te_weight_cache.weight_quantization(_cfg(gpu="h100-sxm-80gb"), range(2))
+    assert tn.bytes == pytest.approx(6 * elements)
     # Bridge 26.04's TE on Blackwell takes fp8 in any layout: no column-wise copy
     (bw,) = te_weight_cache.weight_quantization(
         _cfg("megatron-bridge", "26.04", fp8_param_gather=False), range(2))
@@ -82,8 +85,9 @@ def test_fp8_params_are_transposed_once_an_iteration_where_gemms_are_tn_only():
     """NeMo 25.07 keeps its weights in fp8 under Megatron-FSDP too (v2.4.0's perf scripts no
     longer turn fp8_param_gather off): no cast, but where its TE makes column-wise copies each
     weight's transpose is made again after the step (read 1 byte, write 1), one kernel a
-    tensor; none where TE takes fp8 in any layout (Bridge 26.04 on Blackwell)."""
-    cfg = _cfg(version="25.07")
+    tensor (Hopper); none where TE takes fp8 in any layout (Blackwell: NeMo 25.04+'s TE,
+    Bridge 26.04's)."""
+    cfg = _cfg(version="25.07", gpu="h100-sxm-80gb")
     # 25.04 keeps them in fp8 too, except under Megatron-FSDP (its perf scripts turn it off):
     # the rule holds for any config the search makes, whatever its zero stage
     assert fp8_weights_gathered(cfg) and not fp8_weights_gathered(_cfg())
@@ -94,6 +98,7 @@ def test_fp8_params_are_transposed_once_an_iteration_where_gemms_are_tn_only():
     assert op.bytes == pytest.approx(2 * 2 * sum(r * c * n for r, c, n, _ in shapes))
     assert op.kernels == 2 * sum(n for *_, n, _ in shapes)
     assert te_weight_cache.weight_quantization(_cfg(version="25.07", dtype="bf16"), range(2)) == []
+    assert te_weight_cache.weight_quantization(_cfg(version="25.07"), range(2)) == []  # GB200
 
 
 def _without(monkeypatch, *lines: str) -> None:
