@@ -22,6 +22,8 @@ from trainsim.cli_guard import (
     stdout_console,
 )
 from trainsim.config import ascii_float
+from trainsim.config.cluster import FABRICS
+from trainsim.config.fabric_rules import transport_problem
 from trainsim.config.safe_load import as_regular_file
 from trainsim.cpus import cpus
 from trainsim.errors import ConfigError, TrainsimError
@@ -274,11 +276,19 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
 @click.option("--max-flows", type=POSITIVE_INT, default=None,
               help="flow backend: refuse collectives above this many flow-steps (default 5e7; "
                    "TRAINSIM_MAX_FLOWS).")
+@click.option("--fabric", type=click.Choice(list(FABRICS), case_sensitive=False), default=None,
+              help="Inter-node transport, as cluster.fabric (default: infiniband, or --node's): "
+                   "tcpx runs ring / Simple only, efa / tcpx have no SHARP.")
+@click.option("--node", default=None,
+              help="Node preset (trainsim catalog nodes, e.g. a3-highgpu-8g): its GPU, GPUs per "
+                   "node, NIC, GPUs per NIC and fabric, each unless given here.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False),
               default="table")
-def collective(gpu: str, num_gpus: int, gpus_per_node: int | None, nic_gbps: float, kind: str,
-               sizes: str, algorithm: str, protocol: str, backend: str, topology: str,
-               max_flows: int | None, fmt: str) -> None:
+@click.pass_context
+def collective(ctx: click.Context, gpu: str, num_gpus: int, gpus_per_node: int | None,
+               nic_gbps: float, kind: str, sizes: str, algorithm: str, protocol: str,
+               backend: str, topology: str, max_flows: int | None, fabric: str | None,
+               node: str | None, fmt: str) -> None:
     """nccl-tests-like table of a collective's predicted time and bandwidth."""
     from trainsim.limits import set_limit
 
@@ -291,6 +301,15 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int | None, nic_gbps: flo
     from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES
     from trainsim.network import network_for
 
+    try:  # a node preset fills what the command line did not set (catalog._cluster_section)
+        preset = _node_preset(ctx, node)
+    except TrainsimError as exc:
+        _fail(exc)
+        return
+    gpu = preset.get("gpu", gpu)
+    gpus_per_node = preset.get("gpus_per_node", gpus_per_node)
+    nic_gbps = preset.get("nic_gbit_s_per_gpu", nic_gbps)
+    fabric = fabric or preset.get("fabric", "infiniband")
     if gpus_per_node is None:  # the rack is the domain, as a config's topology sets it
         name = topology.strip().lower().replace("_", "-")  # (catalog._cluster_section; fuzz17)
         gpus_per_node = NVL72_GPUS if TOPOLOGY_ALIASES.get(name, name) == "nvl72" else 8
@@ -308,7 +327,11 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int | None, nic_gbps: flo
         cluster = ClusterConfig(gpu=catalog_gpu(gpu), num_gpus=num_gpus,
                                 gpus_per_node=gpus_per_node, nic_bw_Bps=nic_gbps * (1e9 / 8),
                                 network_backend=backend,  # type: ignore[arg-type]
-                                topology=topology)
+                                topology=topology, fabric=fabric,
+                                gpus_per_nic=preset.get("gpus_per_nic", 1))
+        # what the transport cannot run, refused as the config path refuses it (collfab61)
+        transport_problem(cluster.fabric, algorithm, protocol.strip(),
+                          ("--algorithm", "--protocol", "--fabric"))
         if backend == "flow" and protocol.strip().lower() != "auto":  # shown, never priced
             raise TrainsimError(f"--protocol {protocol}: the flow backend models links, not "
                                 "NCCL protocols; drop --protocol or use --backend analytical")
@@ -344,6 +367,21 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int | None, nic_gbps: flo
         t.add_row(str(r["size_bytes"]), str(r["count"]), r["type"], f"{r['time_us']:.2f}",
                   f"{r['algbw_GBps']:.2f}", f"{r['busbw_GBps']:.2f}", r["algorithm"], r["protocol"])
     out.print(t)
+
+
+def _node_preset(ctx: click.Context, node: str | None) -> dict[str, Any]:
+    """The ``--node`` preset's cluster fields that ``collective``'s command line left unset."""
+    if node is None:
+        return {}
+    from trainsim.catalog import node as catalog_node
+
+    n = catalog_node(node)
+    given = {p for p in ("gpu", "gpus_per_node")
+             if ctx.get_parameter_source(p) is not click.core.ParameterSource.DEFAULT}
+    if {"renamed_option:nic_gbps", "renamed_option:nic_gbps:new"} & set(ctx.meta):
+        given.add("nic_gbit_s_per_gpu")
+    keys = ("gpu", "gpus_per_node", "nic_gbit_s_per_gpu", "gpus_per_nic", "fabric")
+    return {k: n[k] for k in keys if k not in given and n.get(k) is not None}
 
 
 @main.command()

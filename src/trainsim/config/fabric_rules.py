@@ -53,6 +53,24 @@ src/graph/tuning.cc); a forced LL / LL128 beside one could run no collective of 
 """Fabrics with no switch that reduces (no SHARP, so no CollNet)."""
 
 
+def transport_problem(fabric: str, algorithm: str, protocol: str,
+                      names: tuple[str, str, str] = ("cluster.nccl_algo", "cluster.nccl_proto",
+                                                     "cluster.fabric")) -> None:
+    """Refuse a forced algorithm / protocol the inter-node transport ``fabric`` cannot run (on
+    ``tcpx``: anything but ring / Simple). ``names``: how the caller spells the algorithm,
+    protocol and fabric settings (the config's fields; ``trainsim collective``'s
+    ``--algorithm`` / ``--protocol`` / ``--fabric``, collfab61), so one rule answers both."""
+    algo_name, proto_name, fabric_name = names
+    if fabric == "tcpx" and algorithm.strip().lower() not in ("auto", TCPX_RUNS[0]):
+        raise ConfigError(f"{algo_name}={algorithm} but {fabric_name}=tcpx runs NCCL's ring only "
+                          "(GPUDirect-TCPX: 'TCPX only supports Ring algorithm', Google's "
+                          f"NCCL_ALGO=Ring); leave {algo_name} auto or set ring")
+    if fabric == "tcpx" and protocol not in ("auto", TCPX_RUNS[1]):
+        raise ConfigError(f"{proto_name}={protocol} but {fabric_name}=tcpx runs NCCL's Simple "
+                          "protocol only (GPUDirect-TCPX: 'TCPX only supports Simple protocol', "
+                          f"Google's NCCL_PROTO=Simple); leave {proto_name} auto or set Simple")
+
+
 def fabric_problem(fabric: str, algorithm: str, protocol: str, in_network: bool,
                    backend: str = "analytical", nvls: bool = True) -> None:
     """Refuse what ``fabric`` (``cluster.fabric`` as read, lower case) cannot run: a forced
@@ -61,15 +79,7 @@ def fabric_problem(fabric: str, algorithm: str, protocol: str, in_network: bool,
     ``backend`` does not read (a forced algorithm other than ring, in-network reduction); and
     a forced algorithm no group can run on this cluster (``nvls``: NVLink SHARP on)."""
     algo = algorithm.strip().lower()
-    if fabric == "tcpx" and algo not in ("auto", TCPX_RUNS[0]):
-        raise ConfigError(f"cluster.nccl_algo={algorithm} but cluster.fabric=tcpx runs NCCL's "
-                          "ring only (GPUDirect-TCPX: 'TCPX only supports Ring algorithm', "
-                          "Google's NCCL_ALGO=Ring); leave nccl_algo auto or set ring")
-    if fabric == "tcpx" and protocol not in ("auto", TCPX_RUNS[1]):
-        raise ConfigError(f"cluster.nccl_proto={protocol} but cluster.fabric=tcpx runs NCCL's "
-                          "Simple protocol only (GPUDirect-TCPX: 'TCPX only supports Simple "
-                          "protocol', Google's NCCL_PROTO=Simple); leave nccl_proto auto or set "
-                          "Simple")
+    transport_problem(fabric, algorithm, protocol)
     if in_network and fabric in NO_SWITCH_REDUCTION:
         raise ConfigError(f"cluster.in_network_reduction=true but cluster.fabric={fabric} has no "
                           "switch that reduces (SHARP, NCCL's CollNet, needs an InfiniBand "
