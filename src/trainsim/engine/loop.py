@@ -10,6 +10,7 @@ at 1 - (sum of the shares held) of its rate, and its finish time is moved accord
 
 from __future__ import annotations
 
+import bisect
 import gc
 import heapq
 import math
@@ -254,50 +255,47 @@ _KEPT_TASKS = "timeline tasks kept"
 timelines it keeps."""
 
 
+def _checked(tasks: list[Task], duration: list[float]) -> bool:
+    """Whether every dependency is an earlier task (then the prefix can be computed in one
+    pass); raises on the first task, in task order, with a negative or NaN duration or a
+    dependency that is no task or itself."""
+    ordered = True
+    durations_ok = min(duration) >= 0.0 and not math.isnan(sum(duration))
+    for i, t in enumerate(tasks):
+        if not durations_ok and not duration[i] >= 0:
+            raise TrainsimError(f"task {i} ({t.label}) has a negative or NaN duration "
+                                f"{duration[i]}")
+        for dep in t.deps:
+            if not 0 <= dep < i:
+                if not 0 <= dep < len(tasks) or dep == i:
+                    raise TrainsimError(f"task {i} ({t.label}) depends on invalid task {dep}")
+                ordered = False
+    return ordered
+
+
 def _run(tasks: list[Task], prefix: bool) -> Timeline:
     n = len(tasks)
-    stream_of = [0] * n
-    duration = [0.0] * n
-    stream_ids: dict[tuple[int, str], int] = {}
-    queues: list[list[int]] = []
-    holders: list[int] = []  # the tasks that slow a stream, in task order
-    ordered = True  # every dependency an earlier task: the prefix can be computed in one pass
-    # per task, its dependencies not yet ended, and per task, the tasks waiting for it (in
-    # task order), read off in the same pass (the loop from the start's state; at a cut,
-    # ``waiting`` is counted again below)
-    waiting = [0] * n
-    dependents: list[list[int]] = [[] for _ in range(n)]
-    for i, t in enumerate(tasks):
-        d = duration[i] = t.duration_s
-        if not d >= 0:
-            raise TrainsimError(f"task {i} ({t.label}) has a negative or NaN duration {d}")
-        deps = t.deps
-        if deps:
-            waiting[i] = len(deps)
-            for dep in deps:
-                if not 0 <= dep < i:
-                    if not 0 <= dep < n or dep == i:
-                        raise TrainsimError(
-                            f"task {i} ({t.label}) depends on invalid task {dep}")
-                    ordered = False
-                dependents[dep].append(i)
-        sid = stream_ids.get(t.stream)
-        if sid is None:
-            sid = stream_ids[t.stream] = len(queues)
-            queues.append([])
-        stream_of[i] = sid
+    if not n:
+        return Timeline(tasks, [], [], {})
+    duration = [t.duration_s for t in tasks]
+    ordered = _checked(tasks, duration)
+    # streams numbered in the order of their first task; per stream its tasks in task order
+    streams = [t.stream for t in tasks]
+    stream_ids = {stream: sid for sid, stream in enumerate(dict.fromkeys(streams))}
+    stream_of = [stream_ids[stream] for stream in streams]
+    queues: list[list[int]] = [[] for _ in stream_ids]
+    for i, sid in enumerate(stream_of):
         queues[sid].append(i)
-        if t.slows is not None:
-            holders.append(i)
     n_streams = len(queues)
     # contention: per stream, the share of it other running tasks hold, and for its running
     # task the work left at the last rate change
     hold_on: list[tuple[int, float] | None] = [None] * n
-    for i in holders:
-        sl = tasks[i].slows
-        tsid = stream_ids.get(sl[0])  # type: ignore[index]
-        if tsid is not None:
-            hold_on[i] = (tsid, sl[1])  # type: ignore[index]
+    for i, t in enumerate(tasks):
+        sl = t.slows
+        if sl is not None:
+            tsid = stream_ids.get(sl[0])
+            if tsid is not None:
+                hold_on[i] = (tsid, sl[1])
     head = [0] * n_streams
     size = [len(q) for q in queues]
     running = [-1] * n_streams  # per stream, its running task (-1: idle)
@@ -310,30 +308,55 @@ def _run(tasks: list[Task], prefix: bool) -> Timeline:
     since = [0.0] * n
     done = 0
     cut = _uncontended_prefix(tasks, stream_of, duration, hold_on, n_streams, start, end) \
-        if prefix and ordered and n else 0.0
+        if prefix and ordered else 0.0
     by_stream = {stream: queues[sid] for stream, sid in stream_ids.items()}
     if cut == math.inf:  # nothing slows any stream: the one pass is the whole timeline
         return Timeline(tasks, start, end, by_stream)
+    # per task, its dependencies not yet ended, and per task, the tasks waiting for it (in
+    # task order): of the tasks still to start (from the start: all of them)
+    waiting = [0] * n
+    dependents: list = [()] * n
     if cut:  # the loop's state at the cut: what ended before it is done, what started runs on
-        for i in range(n):
-            if end[i] < cut:  # its finish event handled (its dependents never read)
-                done += 1
-                head[stream_of[i]] += 1
-                continue
-            if start[i] < cut:  # begun before any contention (its dependencies done), runs on
-                running[stream_of[i]] = i
-                since[i] = start[i]
-                left[i] = duration[i]
-                events.append((end[i], i))
-                queued[i] = end[i]
-                continue
-            # waits only for its dependencies still to end, each of which lists it (a
-            # dependency that ended before the cut lists it too, but its event never comes)
+        later: list[int] = []
+        for sid, queue in enumerate(queues):
+            # a stream's tasks end in queue order: those ended before the cut lead its queue
+            # (their finish events handled, their dependents never read)
+            k = head[sid] = bisect.bisect_left(queue, cut, key=end.__getitem__)
+            done += k
+            if k < len(queue):
+                i = queue[k]
+                if start[i] < cut:  # begun before any contention (its dependencies done)
+                    running[sid] = i
+                    since[i] = start[i]
+                    left[i] = duration[i]
+                    events.append((end[i], i))
+                    queued[i] = end[i]
+                    k += 1
+                later.extend(queue[k:])
+        later.sort()
+        for i in later:
+            # waits only for its dependencies still to end
             w = 0
             for dep in tasks[i].deps:
                 if not end[dep] < cut:
                     w += 1
+                    listed = dependents[dep]
+                    if listed:
+                        listed.append(i)
+                    else:
+                        dependents[dep] = [i]
             waiting[i] = w
+    else:
+        for i, t in enumerate(tasks):
+            deps = t.deps
+            if deps:
+                waiting[i] = len(deps)
+                for dep in deps:
+                    listed = dependents[dep]
+                    if listed:
+                        listed.append(i)
+                    else:
+                        dependents[dep] = [i]
     heapq.heapify(events)
     push, pop = heapq.heappush, heapq.heappop
     held = [0.0] * n_streams
