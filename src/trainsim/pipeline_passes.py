@@ -266,7 +266,13 @@ class PipelineTasks:
                                 spec = beside_forward(self, spec, v, order, k)
                             if mb < n_deferred and v == last_v:
                                 spec = deferred_spec
-                            sent_b[at] = place(spec, deps, label_b[chunk][mb], k)
+                            if spec[4] is None:  # place(), inline: no send
+                                add_tag(k)
+                                add_task(Task(spec[0], spec[1], deps, label_b[chunk][mb],
+                                              spec[2], spec[3], spec[5]))
+                                sent_b[at] = len(tasks) - 1
+                            else:
+                                sent_b[at] = place(spec, deps, label_b[chunk][mb], k)
                     k += 1
                 if k != k0:
                     cursor[s] = k
