@@ -313,9 +313,9 @@ def test_at_the_cut_a_task_waits_only_for_its_dependencies_still_running():
         Task(c, 1.0, [3, 0]),
     ]
     ids = {t.stream: k for k, t in enumerate({t.stream: t for t in tasks}.values())}
-    hold = [None if t.slows is None else (ids[t.slows[0]], t.slows[1]) for t in tasks]
+    holders = [i for i, t in enumerate(tasks) if t.slows is not None]
     assert _uncontended_prefix(tasks, [ids[t.stream] for t in tasks],
-                               [t.duration_s for t in tasks], hold, len(ids),
+                               [t.duration_s for t in tasks], holders, len(ids),
                                [0.0] * 6, [0.0] * 6) == 2.0
     fast, plain = run(tasks), run(tasks, prefix=False)
     assert fast.start_s == plain.start_s and fast.end_s == plain.end_s

@@ -72,30 +72,27 @@ class Timeline:
 
 
 def _uncontended_prefix(tasks: list[Task], stream_of: list[int], duration: list[float],
-                        hold_on: list, n_streams: int, start: list[float], end: list[float]
+                        holders: list[int], n_streams: int, start: list[float], end: list[float]
                         ) -> float:
     """Start and end of every task as if nothing slowed any stream (each task starts at the
     latest end of its stream's previous task and its dependencies, all earlier tasks), written
-    into ``start`` and ``end``; returns the first start of a task that slows a stream (inf if
-    none), or 0.0 where a task among the first quarter slows a stream (then contention starts
-    too early for the pass to save anything). Before that moment these are the event loop's
+    into ``start`` and ``end``; returns the first start of a task that slows a stream
+    (``holders``, in task order; inf if none), or 0.0 where the first of them is among the
+    first quarter of the tasks or one starts at 0 (then contention starts too early for the
+    pass to save anything, and it is not made). Before that moment these are the event loop's
     times, to the bit; after it they are only lower bounds, and the loop recomputes them."""
+    if holders and 4 * holders[0] < len(tasks):
+        return 0.0
     free = [0.0] * n_streams
-    cut = math.inf
-    for i, t in enumerate(tasks):
-        sid = stream_of[i]
+    for i, (t, sid, d) in enumerate(zip(tasks, stream_of, duration)):
         s = free[sid]
         for dep in t.deps:
             e = end[dep]
             if e > s:  # noqa: PLR1730 - a comparison is cheaper than a call, per dependency
                 s = e
         start[i] = s
-        free[sid] = end[i] = s + duration[i]
-        if hold_on[i] is not None and s < cut:
-            if not s or 4 * i < len(tasks):  # contention from (near) the start: the loop
-                return 0.0  # computes everything, with nothing to gain from this pass
-            cut = s
-    return cut
+        free[sid] = end[i] = s + d
+    return min([start[i] for i in holders], default=math.inf)
 
 
 @contextmanager
@@ -255,47 +252,47 @@ _KEPT_TASKS = "timeline tasks kept"
 timelines it keeps."""
 
 
-def _checked(tasks: list[Task], duration: list[float]) -> bool:
-    """Whether every dependency is an earlier task (then the prefix can be computed in one
-    pass); raises on the first task, in task order, with a negative or NaN duration or a
-    dependency that is no task or itself."""
-    ordered = True
-    durations_ok = min(duration) >= 0.0 and not math.isnan(sum(duration))
-    for i, t in enumerate(tasks):
-        if not durations_ok and not duration[i] >= 0:
-            raise TrainsimError(f"task {i} ({t.label}) has a negative or NaN duration "
-                                f"{duration[i]}")
-        for dep in t.deps:
-            if not 0 <= dep < i:
-                if not 0 <= dep < len(tasks) or dep == i:
-                    raise TrainsimError(f"task {i} ({t.label}) depends on invalid task {dep}")
-                ordered = False
-    return ordered
-
-
 def _run(tasks: list[Task], prefix: bool) -> Timeline:
     n = len(tasks)
     if not n:
         return Timeline(tasks, [], [], {})
     duration = [t.duration_s for t in tasks]
-    ordered = _checked(tasks, duration)
-    # streams numbered in the order of their first task; per stream its tasks in task order
-    streams = [t.stream for t in tasks]
-    stream_ids = {stream: sid for sid, stream in enumerate(dict.fromkeys(streams))}
-    stream_of = [stream_ids[stream] for stream in streams]
-    queues: list[list[int]] = [[] for _ in stream_ids]
-    for i, sid in enumerate(stream_of):
+    if not (min(duration) >= 0.0 and not math.isnan(sum(duration))):
+        i = next(i for i, d in enumerate(duration) if not d >= 0)
+        bad_deps = [j for j in range(i) for dep in tasks[j].deps if not 0 <= dep < n or dep == j]
+        if not bad_deps:
+            raise TrainsimError(f"task {i} ({tasks[i].label}) has a negative or NaN duration "
+                                f"{duration[i]}")
+    # per stream (numbered in the order of their first task) its tasks in task order; whether
+    # every dependency is an earlier task (then the prefix can be computed in one pass)
+    stream_of = [0] * n
+    stream_ids: dict[tuple[int, str], int] = {}
+    queues: list[list[int]] = []
+    holders: list[int] = []  # the tasks that slow a stream, in task order
+    ordered = True
+    for i, t in enumerate(tasks):
+        for dep in t.deps:
+            if not 0 <= dep < i:
+                if not 0 <= dep < n or dep == i:
+                    raise TrainsimError(f"task {i} ({t.label}) depends on invalid task {dep}")
+                ordered = False
+        sid = stream_ids.get(t.stream)
+        if sid is None:
+            sid = stream_ids[t.stream] = len(queues)
+            queues.append([])
+        stream_of[i] = sid
         queues[sid].append(i)
+        if t.slows is not None:
+            holders.append(i)
     n_streams = len(queues)
     # contention: per stream, the share of it other running tasks hold, and for its running
     # task the work left at the last rate change
     hold_on: list[tuple[int, float] | None] = [None] * n
-    for i, t in enumerate(tasks):
-        sl = t.slows
-        if sl is not None:
-            tsid = stream_ids.get(sl[0])
-            if tsid is not None:
-                hold_on[i] = (tsid, sl[1])
+    for i in holders:
+        sl = tasks[i].slows
+        tsid = stream_ids.get(sl[0])  # type: ignore[index]
+        if tsid is not None:
+            hold_on[i] = (tsid, sl[1])  # type: ignore[index]
     head = [0] * n_streams
     size = [len(q) for q in queues]
     running = [-1] * n_streams  # per stream, its running task (-1: idle)
@@ -307,8 +304,9 @@ def _run(tasks: list[Task], prefix: bool) -> Timeline:
     queued = [math.inf] * n
     since = [0.0] * n
     done = 0
-    cut = _uncontended_prefix(tasks, stream_of, duration, hold_on, n_streams, start, end) \
-        if prefix and ordered else 0.0
+    cut = _uncontended_prefix(tasks, stream_of, duration,
+                              [i for i in holders if hold_on[i] is not None], n_streams,
+                              start, end) if prefix and ordered else 0.0
     by_stream = {stream: queues[sid] for stream, sid in stream_ids.items()}
     if cut == math.inf:  # nothing slows any stream: the one pass is the whole timeline
         return Timeline(tasks, start, end, by_stream)
