@@ -21,7 +21,7 @@ from settle60_bfs_cost import config as bfs_config
 import trainsim.steady_state as steady
 from trainsim import run_config_from_dict, simulate
 
-PARTS = ("build_graph", "run", "bfs_proven", "two_run_summary")
+PARTS = ("build_graph", "run", "bfs_proven", "two_run_summary", "_extrapolate", "attempt")
 
 
 def other_config(schedule: str, pp: int, vpp: int, m: int):

@@ -301,7 +301,7 @@ def test_at_the_cut_a_task_waits_only_for_its_dependencies_still_running():
     stream starts at 2.0) counts, for each task not yet started, only its dependencies that
     have not ended by then: task 4 waits for task 1 (running across the cut), not for task 0
     (ended at 1.0), and starts when task 1 ends, as the loop from the start has it."""
-    from trainsim.engine.loop import _uncontended_prefix
+    from trainsim.engine.loop import _cut, _first_pass
 
     c = (0, "compute")
     tasks = [
@@ -312,11 +312,8 @@ def test_at_the_cut_a_task_waits_only_for_its_dependencies_still_running():
         Task(c, 2.0, [0, 1]),
         Task(c, 1.0, [3, 0]),
     ]
-    ids = {t.stream: k for k, t in enumerate({t.stream: t for t in tasks}.values())}
-    holders = [i for i, t in enumerate(tasks) if t.slows is not None]
-    assert _uncontended_prefix(tasks, [ids[t.stream] for t in tasks],
-                               [t.duration_s for t in tasks], holders, len(ids),
-                               [0.0] * 6, [0.0] * 6) == 2.0
+    pass_ = _first_pass(tasks, [t.duration_s for t in tasks])
+    assert _cut(pass_[3], pass_[5], len(tasks)) == 2.0
     fast, plain = run(tasks), run(tasks, prefix=False)
     assert fast.start_s == plain.start_s and fast.end_s == plain.end_s
     # half rate beside the holder until 3.5 (0.25 of its work), then full rate

@@ -71,27 +71,58 @@ class Timeline:
         return stretch if stretch > STRETCH_ULPS * math.ulp(end) else 0.0
 
 
-def _uncontended_prefix(tasks: list[Task], stream_of: list[int], duration: list[float],
-                        holders: list[int], n_streams: int, start: list[float], end: list[float]
-                        ) -> float:
-    """Start and end of every task as if nothing slowed any stream (each task starts at the
-    latest end of its stream's previous task and its dependencies, all earlier tasks), written
-    into ``start`` and ``end``; returns the first start of a task that slows a stream
-    (``holders``, in task order; inf if none), or 0.0 where the first of them is among the
-    first quarter of the tasks or one starts at 0 (then contention starts too early for the
-    pass to save anything, and it is not made). Before that moment these are the event loop's
-    times, to the bit; after it they are only lower bounds, and the loop recomputes them."""
-    if holders and 4 * holders[0] < len(tasks):
-        return 0.0
-    free = [0.0] * n_streams
-    for i, (t, sid, d) in enumerate(zip(tasks, stream_of, duration)):
+def _first_pass(tasks: list[Task], duration: list[float]
+                ) -> tuple[dict[tuple[int, str], int], list[list[int]], list[int], list[int],
+                           bool, list[float], list[float]]:
+    """One pass over the tasks: the streams (numbered in the order of their first task), each
+    stream's tasks in task order, each task's stream, the tasks that slow a stream (in task
+    order), whether every dependency is an earlier task, and the start and end of every task
+    as if nothing slowed any stream (each task starts at the latest end of its stream's
+    previous task and its dependencies). Those times are the event loop's, to the bit, before
+    the first start of a task that slows a stream (:func:`_cut`); after it they are only lower
+    bounds, and the loop recomputes them; where a dependency is a later task they are none.
+    Raises on the first task, in task order, that depends on no task or on itself."""
+    n = len(tasks)
+    stream_of = [0] * n
+    start = [0.0] * n
+    end = [0.0] * n
+    stream_ids: dict[tuple[int, str], int] = {}
+    queues: list[list[int]] = []
+    free: list[float] = []  # per stream, the end of its last task so far
+    holders: list[int] = []
+    ordered = True
+    for i, t in enumerate(tasks):
+        sid = stream_ids.get(t.stream)
+        if sid is None:
+            sid = stream_ids[t.stream] = len(queues)
+            queues.append([])
+            free.append(0.0)
+        stream_of[i] = sid
+        queues[sid].append(i)
         s = free[sid]
         for dep in t.deps:
-            e = end[dep]
-            if e > s:  # noqa: PLR1730 - a comparison is cheaper than a call, per dependency
-                s = e
+            if 0 <= dep < i:
+                e = end[dep]
+                if e > s:  # noqa: PLR1730 - a comparison is cheaper than a call, per dependency
+                    s = e
+            elif not 0 <= dep < n or dep == i:
+                raise TrainsimError(f"task {i} ({t.label}) depends on invalid task {dep}")
+            else:
+                ordered = False
         start[i] = s
-        free[sid] = end[i] = s + d
+        free[sid] = end[i] = s + duration[i]
+        if t.slows is not None:
+            holders.append(i)
+    return stream_ids, queues, stream_of, holders, ordered, start, end
+
+
+def _cut(holders: list[int], start: list[float], n: int) -> float:
+    """The first start of a task that slows a stream (``holders``, in task order) in the
+    uncontended times ``start`` (inf if none), or 0.0 where the first of them is among the
+    first quarter of the ``n`` tasks or one starts at 0: contention starts too early for
+    those times to save the loop anything."""
+    if holders and 4 * holders[0] < n:
+        return 0.0
     return min([start[i] for i in holders], default=math.inf)
 
 
@@ -252,38 +283,27 @@ _KEPT_TASKS = "timeline tasks kept"
 timelines it keeps."""
 
 
+def _invalid(tasks: list[Task]) -> None:
+    """Raise on the first task, in task order, with a negative or NaN duration or a
+    dependency that is no task or itself (:func:`_run` checks its durations at once, and its
+    dependencies in :func:`_first_pass`)."""
+    for i, t in enumerate(tasks):
+        if not t.duration_s >= 0:
+            raise TrainsimError(f"task {i} ({t.label}) has a negative or NaN duration "
+                                f"{t.duration_s}")
+        for dep in t.deps:
+            if not 0 <= dep < len(tasks) or dep == i:
+                raise TrainsimError(f"task {i} ({t.label}) depends on invalid task {dep}")
+
+
 def _run(tasks: list[Task], prefix: bool) -> Timeline:
     n = len(tasks)
     if not n:
         return Timeline(tasks, [], [], {})
     duration = [t.duration_s for t in tasks]
     if not (min(duration) >= 0.0 and not math.isnan(sum(duration))):
-        i = next(i for i, d in enumerate(duration) if not d >= 0)
-        bad_deps = [j for j in range(i) for dep in tasks[j].deps if not 0 <= dep < n or dep == j]
-        if not bad_deps:
-            raise TrainsimError(f"task {i} ({tasks[i].label}) has a negative or NaN duration "
-                                f"{duration[i]}")
-    # per stream (numbered in the order of their first task) its tasks in task order; whether
-    # every dependency is an earlier task (then the prefix can be computed in one pass)
-    stream_of = [0] * n
-    stream_ids: dict[tuple[int, str], int] = {}
-    queues: list[list[int]] = []
-    holders: list[int] = []  # the tasks that slow a stream, in task order
-    ordered = True
-    for i, t in enumerate(tasks):
-        for dep in t.deps:
-            if not 0 <= dep < i:
-                if not 0 <= dep < n or dep == i:
-                    raise TrainsimError(f"task {i} ({t.label}) depends on invalid task {dep}")
-                ordered = False
-        sid = stream_ids.get(t.stream)
-        if sid is None:
-            sid = stream_ids[t.stream] = len(queues)
-            queues.append([])
-        stream_of[i] = sid
-        queues[sid].append(i)
-        if t.slows is not None:
-            holders.append(i)
+        _invalid(tasks)
+    stream_ids, queues, stream_of, holders, ordered, start, end = _first_pass(tasks, duration)
     n_streams = len(queues)
     # contention: per stream, the share of it other running tasks hold, and for its running
     # task the work left at the last rate change
@@ -296,17 +316,14 @@ def _run(tasks: list[Task], prefix: bool) -> Timeline:
     head = [0] * n_streams
     size = [len(q) for q in queues]
     running = [-1] * n_streams  # per stream, its running task (-1: idle)
-    start = [0.0] * n
-    end = [0.0] * n
     events: list[tuple[float, int]] = []  # (finish time, task)
     left = [0.0] * n
     # per task, the earliest finish time among its heap entries (inf: none yet; -1: ended)
     queued = [math.inf] * n
     since = [0.0] * n
     done = 0
-    cut = _uncontended_prefix(tasks, stream_of, duration,
-                              [i for i in holders if hold_on[i] is not None], n_streams,
-                              start, end) if prefix and ordered else 0.0
+    cut = _cut([i for i in holders if hold_on[i] is not None], start, n) \
+        if prefix and ordered else 0.0
     by_stream = {stream: queues[sid] for stream, sid in stream_ids.items()}
     if cut == math.inf:  # nothing slows any stream: the one pass is the whole timeline
         return Timeline(tasks, start, end, by_stream)
