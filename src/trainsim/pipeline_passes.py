@@ -183,9 +183,9 @@ class PipelineTasks:
         # next (forward) and previous (backward) virtual stage wait on; -1 until created
         nv = last_v + 1
         fwd_task, sent_f, sent_b = [-1] * (self.m * nv), [-1] * (self.m * nv), [-1] * (self.m * nv)
-        orders = [schedule(s, pp, vpp, self.m, self.p.pipeline_schedule,
-                           torch_warmup=torch_warmup(self.cfg), group=microbatch_group(self.cfg))
-                  for s in range(pp)]
+        warmup, group = torch_warmup(self.cfg), microbatch_group(self.cfg)  # read once
+        orders = [schedule(s, pp, vpp, self.m, self.p.pipeline_schedule, torch_warmup=warmup,
+                           group=group) for s in range(pp)]
         # torch's runtime window (``workload.unshard_window``): what each pass is preceded by
         window = self.window
         events = [lowered(o, window)[0] for o in orders] if window is not None else None
