@@ -41,8 +41,6 @@ no generator and were filled with ``--write``.
 
 from __future__ import annotations
 
-import csv
-import io
 import sys
 from pathlib import Path
 
@@ -258,32 +256,13 @@ def check(start: str = "") -> list[str]:
 
 
 def write(path: Path) -> None:
-    """Fill ``path``'s two cells (adding the columns at the end where missing) in place,
-    keeping its line ending."""
-    with open(path, newline="") as fh:
-        raw = fh.read()
-    ending = "\r\n" if raw.split("\n", 1)[0].endswith("\r") else "\n"
-    rows = list(csv.DictReader(io.StringIO(raw, newline="")))
-    header = list(rows[0]) + [c for c in COLUMNS if c not in rows[0]]
-    out = io.StringIO()
-    w = csv.DictWriter(out, fieldnames=header, lineterminator=ending)
-    w.writeheader()
-    w.writerows(stated(r) for r in rows)
-    with open(path, "w", newline="") as fh:
-        fh.write(out.getvalue())
+    """Add the columns to the CSV at ``path``, each row as ``stated`` says, keeping its line ending."""
+    mirror_rows.restate(path, COLUMNS, stated)
 
 
 def main() -> None:
-    args = sys.argv[1:]
-    if args == ["--check"]:
-        bad = check()
-        print("\n".join(bad) or "every deferral line as in the mirrors")
-        sys.exit(1 if bad else 0)
-    if len(args) >= 2 and args[0] == "--write":
-        for name in args[1:]:
-            write(Path(name))
-        return
-    sys.exit("usage: deferral_cells.py --check | --write FILE.csv ...")
+    mirror_rows.cells_main(check, stated, COLUMNS, "every deferral line as in the mirrors",
+                           "usage: deferral_cells.py --check | --write FILE.csv ...")
 
 
 if __name__ == "__main__":

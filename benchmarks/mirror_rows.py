@@ -62,3 +62,36 @@ def main(rows: Callable[[], Iterable[dict]], header: list[str],
     w = csv.DictWriter(sys.stdout, fieldnames=header, lineterminator="\n")
     w.writeheader()
     w.writerows(rows())
+
+
+def restate(path: Path, columns: Iterable[str], stated: Callable[[dict], dict]) -> None:
+    """Rewrite the CSV at ``path`` with each row passed through ``stated`` and ``columns`` added
+    to its header where missing, keeping the file's line ending (the cell generators' ``--write``)."""
+    import io
+    with open(path, newline="") as fh:
+        raw = fh.read()
+    ending = "\r\n" if raw.split("\n", 1)[0].endswith("\r") else "\n"
+    rows = list(csv.DictReader(io.StringIO(raw, newline="")))
+    header = list(rows[0]) + [c for c in columns if c not in rows[0]]
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=header, lineterminator=ending)
+    w.writeheader()
+    w.writerows(stated(r) for r in rows)
+    with open(path, "w", newline="") as fh:
+        fh.write(out.getvalue())
+
+
+def cells_main(check: Callable[[], list[str]], stated: Callable[[dict], dict],
+               columns: Iterable[str], same: str, usage: str) -> None:
+    """A cell generator's command line: ``--check`` (print ``check()``'s differences, ``same``
+    where none; exit 1 on any) or ``--write FILE.csv ...`` (``restate`` each file)."""
+    args = sys.argv[1:]
+    if args == ["--check"]:
+        bad = check()
+        print("\n".join(bad) or same)
+        sys.exit(1 if bad else 0)
+    if len(args) >= 2 and args[0] == "--write":
+        for name in args[1:]:
+            restate(Path(name), columns, stated)
+        return
+    sys.exit(usage)

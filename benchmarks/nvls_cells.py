@@ -32,8 +32,6 @@ training_dgxc.csv has no generator and was filled with ``--write``.
 
 from __future__ import annotations
 
-import csv
-import io
 import sys
 from pathlib import Path
 
@@ -151,32 +149,13 @@ def check(start: str = "") -> list[str]:
 
 
 def write(path: Path) -> None:
-    """Fill ``path``'s cells (adding the column at the end where missing) in place, keeping
-    its line ending."""
-    with open(path, newline="") as fh:
-        raw = fh.read()
-    ending = "\r\n" if raw.split("\n", 1)[0].endswith("\r") else "\n"
-    rows = list(csv.DictReader(io.StringIO(raw, newline="")))
-    header = list(rows[0]) + ([COLUMN] if COLUMN not in rows[0] else [])
-    out = io.StringIO()
-    w = csv.DictWriter(out, fieldnames=header, lineterminator=ending)
-    w.writeheader()
-    w.writerows(stated(r) for r in rows)
-    with open(path, "w", newline="") as fh:
-        fh.write(out.getvalue())
+    """Add the column to the CSV at ``path``, each row as ``stated`` says, keeping its line ending."""
+    mirror_rows.restate(path, (COLUMN,), stated)
 
 
 def main() -> None:
-    args = sys.argv[1:]
-    if args == ["--check"]:
-        bad = check()
-        print("\n".join(bad) or "every NVLS line as in the mirrors")
-        sys.exit(1 if bad else 0)
-    if len(args) >= 2 and args[0] == "--write":
-        for name in args[1:]:
-            write(Path(name))
-        return
-    sys.exit("usage: nvls_cells.py --check | --write FILE.csv ...")
+    mirror_rows.cells_main(check, stated, (COLUMN,), "every NVLS line as in the mirrors",
+                           "usage: nvls_cells.py --check | --write FILE.csv ...")
 
 
 if __name__ == "__main__":
