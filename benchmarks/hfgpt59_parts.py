@@ -129,6 +129,22 @@ def gelu_new(x):
         return 0.5 * x * (1.0 + torch.tanh(c * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
+def saved_bytes(fn, x) -> int:
+    """Bytes of the tensors autograd saves running ``fn(x)`` (``saved_tensors_hooks``, each
+    storage once), after a backward of the whole graph (the output summed in fp32)."""
+    import torch
+    kept: dict[int, int] = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        kept[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y = fn(x)
+    y.float().sum().backward()
+    return sum(kept.values())
+
 def autocast_fp32_ops() -> frozenset[str]:
     """The ops CUDA autocast runs in fp32: ``AT_FORALL_FP32`` of the installed torch's
     ATen/autocast_mode.h (registered for CUDA by aten/src/ATen/autocast_mode.cpp,

@@ -35,17 +35,7 @@ def _saved_by_autograd(name: str, autocast: bool) -> float:
     fn = parts.autocast_fp32(module) if autocast else module
     n = 4096
     x = torch.randn(n).to(torch.float16).requires_grad_()
-    kept: dict[int, int] = {}
-
-    def pack(t):
-        storage = t.untyped_storage()
-        kept[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        y = fn(x)
-    y.sum().backward()  # the graph is whole
-    return sum(kept.values()) / n
+    return parts.saved_bytes(fn, x) / n
 
 
 @pytest.mark.parametrize("name", sorted(HF_GELU_NAMES))
