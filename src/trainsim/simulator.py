@@ -373,6 +373,10 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False,
                           "trainsim.load_run_config(path)")
     if pricer is not None and pricer.cfg is not cfg:
         raise ValueError("simulate(cfg, pricer=...) takes a Pricer built for that cfg")
+    from trainsim.network.forced_algo import forced_algo_problem
+
+    if problem := forced_algo_problem(cfg):  # before any work, as the service's check refuses
+        raise ConfigError(problem)
     with gc_paused():
         if cfg.schedule_steps > 1:
             return in_steps(cfg, keep_timeline, layer_source, pricer, _simulate)

@@ -27,8 +27,10 @@ without in-network reduction, NVLS / NVLS-Tree where NVLink SHARP is off (a GPU 
 ``cluster.nvls: false``), ``direct`` (all-to-all's, which NCCL_ALGO does not pick) and a forced
 LL / LL128 beside NVLS, CollNet or PAT (Simple only). They were refused only when the first
 collective was priced (robust61: the service queued them); what depends on a group's shape
-(tree inside one node, NVLS across nodes, PAT with more than one rank a node) is still
-refused there, naming ``cluster.nccl_algo`` (``network.analytical``)."""
+(tree inside one node, NVLS across nodes, PAT with more than one rank a node) is refused from
+the run's tensor- and data-parallel groups before anything is priced
+(``network.forced_algo``, collfab61: simulate and the service's job check), else when the
+collective is priced, naming ``cluster.nccl_algo`` (``network.analytical``)."""
 
 from __future__ import annotations
 
