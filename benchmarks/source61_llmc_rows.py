@@ -101,7 +101,7 @@ def rows() -> list[dict[str, object]]:
                   "flash attention (cudnn); PRECISION left at the Makefile's BF16"
                   + (f"; -ge {run.gelu_fusion}: the forward GELU fused into the fc GEMM's "
                      "cuBLASLt epilogue (no cell)" if run.gelu_fusion else "")
-                  + "; options left empty (llm.c has no profile: the tool chooses)"))
+                  + "; options left empty (the llm-c profile's defaults: llmc61)"))
         out.append(r)
     return out
 
