@@ -232,7 +232,7 @@ def stated(row: dict) -> dict:
 def check(start: str = "") -> list[str]:
     """Each STATED line (of the prefixes that begin with ``start``) against its mirror (empty:
     all as typed)."""
-    bad, files = [], {}
+    bad: list[str] = []
     entries = [(k, v[2]) for k, v in STATED.items()]
     entries += [(f"bridge 25.09 {k}", v[2]) for k, v in BRIDGE_2509.items()]
     entries.append(("bridge 25.09 fsdp off", (BRIDGE_2509_OFF,)))
@@ -241,19 +241,7 @@ def check(start: str = "") -> list[str]:
         for commit, path in launcher_silent():
             text = mirror_rows.show(LAUNCHER, commit, path)
             bad += [f"launcher {commit} {path}: sets {k}" for k in LAUNCHER_KEYS if k in text]
-    for prefix, lines in entries:
-        if not prefix.startswith(start):
-            continue
-        for repo, commit, path, line, want in lines:
-            key = (repo, commit, path)
-            if key not in files:
-                files[key] = mirror_rows.show(repo, commit, path).splitlines()
-            got = files[key][line - 1] if line <= len(files[key]) else ""
-            if want not in got:
-                bad.append(f"{prefix}: {repo} {commit} {path} line {line} is {got.strip()!r}, "
-                           f"not {want!r}")
-    return bad
-
+    return bad + mirror_rows.lines_differ(entries, start)
 
 def write(path: Path) -> None:
     """Add the columns to the CSV at ``path``, each row as ``stated`` says, keeping its line ending."""

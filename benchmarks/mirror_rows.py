@@ -95,3 +95,22 @@ def cells_main(check: Callable[[], list[str]], stated: Callable[[dict], dict],
             restate(Path(name), columns, stated)
         return
     sys.exit(usage)
+
+
+def lines_differ(entries: Iterable[tuple[str, Iterable[tuple]]], start: str = "") -> list[str]:
+    """Each cited line ``(repo, commit, path, line, want)`` of the named entries whose name
+    begins with ``start``, against its mirror: one message per line not containing ``want``."""
+    bad: list[str] = []
+    files: dict[tuple[str, str, str], list[str]] = {}
+    for name, lines in entries:
+        if not name.startswith(start):
+            continue
+        for repo, commit, path, line, want in lines:
+            key = (repo, commit, path)
+            if key not in files:
+                files[key] = show(repo, commit, path).splitlines()
+            got = files[key][line - 1] if line <= len(files[key]) else ""
+            if want not in got:
+                bad.append(f"{name}: {repo} {commit} {path} line {line} is {got.strip()!r}, "
+                           f"not {want!r}")
+    return bad

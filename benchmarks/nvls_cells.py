@@ -131,22 +131,9 @@ def stated(row: dict) -> dict:
 def check(start: str = "") -> list[str]:
     """Each cited line (of the prefixes that begin with ``start``) against its mirror (empty:
     all as typed)."""
-    bad, files = [], {}
     entries = [(prefix + word, v[1]) for (prefix, word), v in STATED.items()]
     entries += [(f"release {k}", v[1]) for k, v in RELEASE_ROWS.items()]
-    for name, lines in entries:
-        if not name.startswith(start):
-            continue
-        for repo, commit, path, line, want in lines:
-            key = (repo, commit, path)
-            if key not in files:
-                files[key] = mirror_rows.show(repo, commit, path).splitlines()
-            got = files[key][line - 1] if line <= len(files[key]) else ""
-            if want not in got:
-                bad.append(f"{name}: {repo} {commit} {path} line {line} is {got.strip()!r}, "
-                           f"not {want!r}")
-    return bad
-
+    return mirror_rows.lines_differ(entries, start)
 
 def write(path: Path) -> None:
     """Add the column to the CSV at ``path``, each row as ``stated`` says, keeping its line ending."""
