@@ -30,12 +30,11 @@ fp8's own extra.
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import warnings
 from collections import defaultdict
 
-from fp8pair60 import FP8_KERNELS, path_of, predict
+from fp8pair60 import FP8_KERNELS, measured_rows, predict
 
 DEFAULT = ["dgxc2505", "dgxc_llama4", "dgxc_grok1_2505", "dgxc_llama31_2505", "nemo_perf"]
 STEP_PARTS = ("compute_s", "exposed_comm_s", "pipeline_bubble_s", "optimizer_s", "other_s")
@@ -46,11 +45,7 @@ def pairs(names: list[str], gpu: str | None) -> list[tuple[str, dict[str, str], 
     (on ``gpu`` when given)."""
     out = []
     for name in names:
-        path = path_of(name)
-        if not path.exists():
-            continue
-        with path.open(newline="") as fh:
-            rows = {r["id"]: r for r in csv.DictReader(fh) if r.get("measured_iteration_s")}
+        rows = {r["id"]: r for r in measured_rows(name)}
         for i, f in rows.items():
             b = rows.get(i.replace("-fp8-", "-bf16-"))
             if "-fp8-" not in i or b is None or f["dtype"] != "fp8" or b["dtype"] != "bf16":

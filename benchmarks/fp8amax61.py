@@ -27,7 +27,7 @@ import sys
 import warnings
 from collections import defaultdict
 
-from fp8pair60 import DTYPE_CELLS, is_dense, path_of, predict
+from fp8pair60 import DTYPE_CELLS, predict, twins
 
 DEFAULT = ["dgxc", "dgxc2502", "dgxc2505", "dgxc_llama31_2505", "nemo_launcher", "nemo_perf",
            "bridge_archive", "mlperf5", "public", "heldout"]
@@ -51,22 +51,7 @@ def _key(row: dict[str, str], skip: tuple[str, ...]) -> tuple:
 def twin_rows(names: list[str]) -> list[tuple[str, dict[str, str], dict[str, str]]]:
     """(file, bf16 row, fp8 row) for every dense pair differing only in ``DTYPE_CELLS`` (and
     ``DTYPE_OPTIONS``): ``fp8pair60.twins`` with the options cell normalised."""
-    import csv
-    out = []
-    for name in names:
-        path = path_of(name)
-        if not path.exists():
-            continue
-        with path.open(newline="") as fh:
-            rows = [r for r in csv.DictReader(fh) if r.get("measured_iteration_s")]
-        groups: dict[tuple, dict[str, dict[str, str]]] = defaultdict(dict)
-        for r in rows:
-            groups[_key(r, DTYPE_CELLS)].setdefault(r["dtype"], r)
-        for g in groups.values():
-            if "fp8" in g and "bf16" in g and is_dense(g["fp8"]):
-                out.append((name, g["bf16"], g["fp8"]))
-    return out
-
+    return twins(names, key=lambda r: _key(r, DTYPE_CELLS), partners=("bf16",))
 
 def amax_plan(row: dict[str, str], chosen) -> tuple[int, int, float]:
     """(amax all-reduces per step on one rank, ranks of the group, trainsim's seconds for one

@@ -48,24 +48,33 @@ def is_dense(row: dict[str, str]) -> bool:
         return True
 
 
-def twins(names: list[str]) -> list[tuple[str, dict[str, str], dict[str, str]]]:
-    """(file, bf16 row, fp8 row) for every pair that differs only in ``DTYPE_CELLS``."""
+def measured_rows(name: str) -> list[dict[str, str]]:
+    """The rows of check file ``name`` with a measured step (none where the file is absent)."""
+    path = path_of(name)
+    if not path.exists():
+        return []
+    with path.open(newline="") as fh:
+        return [r for r in csv.DictReader(fh) if r.get("measured_iteration_s")]
+
+
+def _cells_key(row: dict[str, str]) -> tuple:
+    return tuple(sorted((k, v) for k, v in row.items() if k not in DTYPE_CELLS and k))
+
+
+def twins(names: list[str], key=_cells_key, partners: tuple[str, ...] = ("bf16", "fp16"),
+          ) -> list[tuple[str, dict[str, str], dict[str, str]]]:
+    """(file, 16-bit row, fp8 row) for every dense pair with the same ``key`` (by default: the
+    rows differ only in ``DTYPE_CELLS``); the 16-bit row is the first of ``partners`` present."""
     out = []
     for name in names:
-        path = path_of(name)
-        if not path.exists():
-            continue
-        with path.open(newline="") as fh:
-            rows = [r for r in csv.DictReader(fh) if r.get("measured_iteration_s")]
         groups: dict[tuple, dict[str, dict[str, str]]] = defaultdict(dict)
-        for r in rows:
-            key = tuple(sorted((k, v) for k, v in r.items() if k not in DTYPE_CELLS and k))
-            groups[key].setdefault(r["dtype"], r)
+        for r in measured_rows(name):
+            groups[key(r)].setdefault(r["dtype"], r)
         for g in groups.values():
-            if "fp8" in g and ("bf16" in g or "fp16" in g) and is_dense(g["fp8"]):
-                out.append((name, g.get("bf16") or g["fp16"], g["fp8"]))
+            other = next((g[p] for p in partners if p in g), None)
+            if "fp8" in g and other is not None and is_dense(g["fp8"]):
+                out.append((name, other, g["fp8"]))
     return out
-
 
 def predict(row: dict[str, str]):
     from trainsim.validate.training import predict_training_row
