@@ -115,6 +115,11 @@ FILES = [
     # (1558M H100) .. +24.3 % (GPT-3 125M at 2,048), 124M +15.6 %: test_llmc61.py
     CheckFile("llmc", 6, script="source61_llmc_rows.py", mirrors=("karpathy+llm.c",),
               mape=0.16, band=(-0.06, 0.28)),
+    # source62 (first prediction through the no-profile path: Fast-LLM has no profile): 8 rows
+    # MAPE 24.8 %, signed +6.2 %, A100 / H100 rows slow (+17.2 .. +29.7 %), the two V100 fp16 rows
+    # fast (-23.8 %, -50.6 % SmolLM2-135M): test_source62_fastllm.py
+    CheckFile("fastllm", 8, script="source62_fastllm_rows.py", mirrors=("ServiceNow+Fast-LLM",),
+              mape=0.26, band=(-0.55, 0.35)),
     CheckFile("flagperf", 24, script="flagperf_rows.py",
               mirrors=("FlagOpen+FlagPerf", "NVIDIA+Megatron-LM"), mape=0.14, band=(-0.32, 0.15)),
     # data52: MAPE 7.9 %; internevo53: 6.9 %; internevo54: 5.3 %, -22.8 / +2.9 %; the zero1=8 tp1
