@@ -98,7 +98,7 @@ from trainsim.steady_orders import (  # noqa: F401 - named_plan, inserted_at: th
     named_cut,
     named_plan,
 )
-from trainsim.steady_zb2p import past_transient, rank_cuts, searched_orders
+from trainsim.steady_zb2p import past_transient, rank_cuts, searched_orders, settled_alone
 from trainsim.summary import Summary
 from trainsim.twin_graphs import kept_attempt
 from trainsim.workload.schedule import microbatch_group, schedule, torch_warmup
@@ -293,6 +293,9 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
                 tries = _ladder(cfg, Plan(m_a, tries[0].q, 0, 1))
             else:  # the replay's transient past every rung: B alone past it, not the rungs
                 tries = _late_alone(cfg, pricer, layer_source, tries) or tries
+        elif 0 < settles < m:  # settled past what A and B afford: B alone from there
+            alone = settled_alone(cfg, pricer, layer_source, settles, settling[1])
+            tries = [alone] if alone is not None else []
     while tries:
         current = tries.pop(0)
         spent += _tasks(cfg, current) if not current.alone else simulation_tasks(

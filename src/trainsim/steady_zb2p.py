@@ -21,6 +21,7 @@ from trainsim.config import RunConfig
 from trainsim.engine.periodic import REL_TOL
 from trainsim.pricing import Pricer
 from trainsim.simulator import LayerSource, _TaskGraph
+from trainsim.steady_ladder import Plan
 from trainsim.steady_orders import _end_passes, _passes, insertion_cut
 
 MAX_CUT_STEPS = 8
@@ -130,6 +131,29 @@ def searched_orders(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | 
     return zb_2p(cfg.parallel.pp, m_x, times, wf, cfg.num_microbatches)
 
 
+def settled_alone(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
+                  settles: int, rounds: int) -> Plan | None:
+    """zb_2p's one attempt where its order search settles from ``settles`` micro-batches in
+    periods of ``rounds`` (``zb_search.settle``) past half the iteration, so that no A and B
+    both from there are affordable (``steady_state._zb2p_tries``): B alone (its one-run proofs,
+    ``Plan.alone``) from the least length past both the search's settling and the timeline's
+    transient replayed (:func:`past_transient`) that leaves the iteration whole periods, B at
+    least a period short of the iteration. None where there is none or the replay does not
+    settle by then (simulated in full, as before). zbproof61 Lead 4: 2 of
+    tests/test_steady_zb2p.py's 200 random configs' searches settle 8 and 3 micro-batches past
+    what A and B afford (#75 from 108 of 210, #194 from 252 of 503) and 6 more later still
+    (#27, #28 and #122 from 335 of 574, 290 of 369, 382 of 588; #3, #22, #41 in periods of two
+    rounds from 530 of 594, 358 of 369, 530 of 534): each costs B's micro-batches, not the
+    iteration's, which stays so for any longer iteration (the search settles where it does
+    whatever the count past it)."""
+    m = cfg.num_microbatches
+    m_a = settles + (m - settles) % rounds
+    if not 0 < settles or m_a + 2 * rounds > m:
+        return None
+    late = past_transient(cfg, pricer, layer_source, m_a, m - 2 * rounds, rounds, True)
+    return None if late is None else Plan(late, rounds, 0, 1, alone=True)
+
+
 def longest_run(m: int, m_first: int, q: int) -> int:
     """The longest truncated run from ``m_first`` on, in steps of ``q`` micro-batches, whose B
     (``q`` more) costs at most half the iteration's ``m`` (``steady_state.plan``'s rule)."""
@@ -137,12 +161,13 @@ def longest_run(m: int, m_first: int, q: int) -> int:
 
 
 def past_transient(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
-                   m_first: int, m_last: int | None, q: int) -> int | None:
+                   m_first: int, m_last: int | None, q: int, keep_first: bool = False
+                   ) -> int | None:
     """The least length from ``m_first`` on, in steps of ``q`` micro-batches, whose cut
     (``steady_orders.insertion_cut``) has :data:`SPARE_PERIODS` periods of the replay's steady
     state (:func:`replay_periodic_from`) before it, that length at most ``m_last`` (None: the
     longest run the iteration affords, :func:`longest_run`); None where that is ``m_first``
-    itself, past ``m_last``, or the replay has not settled by then (the ladder's lengths are
+    itself (``keep_first``: ``m_first`` then), past ``m_last``, or the replay has not settled by then (the ladder's lengths are
     tried as they are). The replay runs the orders of ``m_first`` plus about as many again,
     then twice as many more, and so on, up to ``m_last``, and stops at the first whose steady
     state reaches back to such a length: its cost follows the transient, not the iteration.
@@ -157,7 +182,7 @@ def past_transient(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | N
     times, wf = _search_inputs(cfg, pricer, layer_source)
     pp, start = cfg.parallel.pp, m_first
     for _ in range(MAX_CUT_STEPS):  # the least length whose orders have a cut on every rank
-        if m_last <= m_first:
+        if m_last < m_first + (not keep_first):
             return None
         found = insertion_cut(zb_2p(pp, m_first, times, wf, m),
                               zb_2p(pp, m_first + q, times, wf, m), q,
@@ -176,11 +201,11 @@ def past_transient(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | N
         if p is not None:
             m_a = m_first + q * max(0, -((cut - p - SPARE_PERIODS * shift) // shift))
             if m_a <= m_first + periods * q:
-                return m_a if m_a > start else None
+                return m_a if m_a > start or keep_first else None
         if periods == periods_last:
             return None
         periods = min(periods_last, 2 * periods)
 
 
 __all__ = ["MAX_CUT_STEPS", "SPARE_PERIODS", "longest_run", "past_transient", "rank_cuts",
-           "replay_periodic_from", "searched_orders"]
+           "replay_periodic_from", "searched_orders", "settled_alone"]

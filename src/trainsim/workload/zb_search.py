@@ -331,17 +331,18 @@ def _state(b: _Builder, r: int) -> tuple:
     ends of the passes not placed yet, 0, are read in the warm-up alone, where every stage
     waits on an unplaced forward's input)."""
     ref, idle0 = b.free_at[0], b.idle[0]
-    per_stage = []
-    for s in range(b.pp):
-        placed = b.placed[s]
-        window = ()
+    ends, free_at, held, idle = b.end["F"], b.free_at, b.held, b.idle
+    per_stage, ahead = [], 0
+    for s, placed in enumerate(b.placed):
+        f, window = placed["F"], ()
         if s:
-            ahead = b.placed[s - 1]["F"]
-            if ahead < placed["F"]:
+            if ahead < f:
                 return (None, ref)  # a stage ahead of its predecessor: not steady
-            window = tuple(e - ref for e in b.end["F"][s - 1][placed["F"]:ahead])
-        per_stage.append((placed["F"] - r, placed["I"] - r, placed["W"] - r, b.free_at[s] - ref,
-                          b.held[s], b.idle[s] - idle0, window))
+            if ahead > f:
+                window = tuple([e - ref for e in ends[s - 1][f:ahead]])
+        per_stage.append((f - r, placed["I"] - r, placed["W"] - r, free_at[s] - ref, held[s],
+                          idle[s] - idle0, window))
+        ahead = f
     return tuple(per_stage), ref
 
 
@@ -366,6 +367,54 @@ class Settled:
     rounds: int = 1
 
 
+def _watched(pp: int, cost: tuple[float, float, float], comm: float, limit: float,
+             w_fraction: float, variant: Variant, m: int, to_end: bool
+             ) -> tuple[_Builder, tuple | None]:
+    """``variant``'s search for ``m`` micro-batches, built to its drain, watching for the first
+    round after which its state (:func:`_state`) is one it had after an earlier round before
+    the micro-batch count could bind (a stage within two forwards of ``m``): the builder and
+    (that earlier round, the time between them, the rounds between them, the least count from
+    which it holds), or None (``to_end`` False: it stops building there)."""
+    b = _Builder(pp, m, cost, comm, limit, w_fraction, variant)
+    b.warm_up()
+    seen: dict[tuple, tuple[int, float]] = {}  # a state -> the round after which it held
+    found, watching = None, True
+    for microbatch in range(1, m):
+        b.steady_round(microbatch)
+        if watching and found is None:
+            if max(placed["F"] for placed in b.placed) > m - 2:
+                if not to_end:
+                    return b, None  # the count could bind from here on
+                watching = False
+                continue
+            key, ref = _state(b, microbatch)
+            if key is None:
+                continue
+            earlier = seen.setdefault(key, (microbatch, ref))
+            if earlier[0] != microbatch:
+                found = (earlier[0], ref - earlier[1], microbatch - earlier[0],
+                         max(placed["F"] for placed in b.placed) + 2)
+    for stage in range(pp):
+        b.drain_w(stage)
+    return b, found
+
+
+def settle_at(pp: int, cost: tuple[float, float, float], comm: float, limit: float,
+              w_fraction: float, variant: Variant, m: int) -> tuple[int | None, int, float]:
+    """``variant``'s whole search for the iteration's ``m`` micro-batches, watched as
+    :func:`settle` watches a probe: from how many micro-batches on its searches are one another
+    with periods inserted (None where its state does not repeat before the count could bind),
+    the rounds of that period (1 where none), and its span. :func:`choose`'s last probe, in
+    place of the build of ``m`` it ran where no shorter probe settled (zbproof61 Lead 5: its
+    probes doubled and stopped below ``m``, so a search settling past the last of them, as
+    tests/test_steady_zb2p.py's #27 and #28 do from 335 of 574 and 290 of 369 micro-batches,
+    was not known to settle)."""
+    b, found = _watched(pp, cost, comm, limit, w_fraction, variant, m, True)
+    if found is None or not found[1] > 0:
+        return None, 1, b.span()
+    return found[3], found[2], b.span()
+
+
 def settle(pp: int, cost: tuple[float, float, float], comm: float, limit: float,
            w_fraction: float, variant: Variant, m_probe: int) -> Settled | None:
     """Run ``variant``'s search for ``m_probe`` micro-batches until its state after a round
@@ -376,26 +425,9 @@ def settle(pp: int, cost: tuple[float, float, float], comm: float, limit: float,
     state equal up to a shift of time then repeats bit for bit. Where the period is of several
     rounds and ``m_probe`` is not ``from_m`` plus whole periods, the span for ``from_m`` is
     searched (``from_m`` placed on each stage, :func:`choose` counts it)."""
-    b = _Builder(pp, m_probe, cost, comm, limit, w_fraction, variant)
-    b.warm_up()
-    seen: dict[tuple, tuple[int, float]] = {}  # a state -> the round after which it held
-    found = None
-    for microbatch in range(1, m_probe):
-        b.steady_round(microbatch)
-        if found is None:
-            if max(placed["F"] for placed in b.placed) > m_probe - 2:
-                return None  # the count could bind from here on
-            key, ref = _state(b, microbatch)
-            if key is None:
-                continue
-            earlier = seen.setdefault(key, (microbatch, ref))
-            if earlier[0] != microbatch:
-                found = (earlier[0], ref - earlier[1], microbatch - earlier[0],
-                         max(placed["F"] for placed in b.placed) + 2)
+    b, found = _watched(pp, cost, comm, limit, w_fraction, variant, m_probe, False)
     if found is None:
         return None
-    for stage in range(pp):
-        b.drain_w(stage)
     r, period, rounds, from_m = found
     if not period > 0:
         return None
@@ -432,7 +464,7 @@ def choose(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit
     placed = zb_search_positions(pp, m, 0)  # its probes: counted by limits.check_simulation
     for variant in VARIANTS:
         settled, probe = None, zb_first_probe(pp)
-        while exact and settled is None and probe <= m:
+        while exact and settled is None and probe < m:
             if probe > zb_first_probe(pp):
                 placed += probe * pp
                 check_zb_search(placed, pp, m)
@@ -448,8 +480,11 @@ def choose(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit
             if m >= zb_first_probe(pp):  # counted where it would settle: it did not
                 placed += m * pp
                 check_zb_search(placed, pp, m)
-            span, from_m, rounds = (build_order(pp, m, cost, comm, limit, w_fraction, variant)[1],
-                                    None, 1)
+            if exact:  # the search of m itself, watched as the last probe
+                from_m, rounds, span = settle_at(pp, cost, comm, limit, w_fraction, variant, m)
+            else:
+                span, from_m, rounds = (build_order(pp, m, cost, comm, limit, w_fraction,
+                                                    variant)[1], None, 1)
         if best is None or span < best[0]:
             best = span, variant, from_m, rounds
     assert best is not None
