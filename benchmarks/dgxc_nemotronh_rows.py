@@ -32,6 +32,22 @@ RUN = ("run by nemotronh/launch.sh (FW_VERSION 25.04.01: TP 8, PP 1, CP 1, MBS 1
        "NVIDIA/NeMo 7a8f1cc7bc (setup.sh NEMO_COMMIT; Megatron-LM 7094270c6f): "
        "pretrain_recipe(performance_mode=True) and set_primary_perf_configs; cuda graphs off and "
        "no recompute (no nemotronh row in recommended_model_configs/model_configs_h100.csv)")
+# The script, alone among NeMo 7a8f1cc7bc's scripts/performance/llm/*.py, turns cuDNN attention off:
+# pretrain_nemotronh_56b.py L135 custom_env_vars {"NVTE_FUSED_ATTN": "0"}, merged over
+# slurm_executor's NVTE_FLASH_ATTN / NVTE_FUSED_ATTN = 1 (scripts/performance/utils.py L76-77, L99
+# ``env_vars |= custom_env_vars``): Transformer Engine runs its FlashAttention-2 backend (NeMo's
+# memory_optimizations.rst, NVIDIA/NeMo#9188: "Flash Attention 2"), the cell grok1's NeMo 1 rows state.
+_NEMO = ("NVIDIA+NeMo", "7a8f1cc7bc")
+ATTENTION = [("attention flash2", [
+    (*_NEMO, "scripts/performance/llm/pretrain_nemotronh_56b.py", 135,
+     'custom_env_vars = {"NVTE_FUSED_ATTN": "0", "TRANSFORMERS_OFFLINE": "0"}'),
+    (*_NEMO, "scripts/performance/utils.py", 76, '"NVTE_FLASH_ATTN": "1",'),
+    (*_NEMO, "scripts/performance/utils.py", 77, '"NVTE_FUSED_ATTN": "1",'),
+    (*_NEMO, "scripts/performance/utils.py", 99, "env_vars |= custom_env_vars")])]
+ATTN_NOTE = ("attention flash2: pretrain_nemotronh_56b.py L135 sets NVTE_FUSED_ATTN=0 over "
+             "slurm_executor's NVTE_FLASH_ATTN=1 / NVTE_FUSED_ATTN=1 (scripts/performance/utils.py "
+             "L76-77, L99 env_vars |= custom_env_vars, NVIDIA/NeMo@7a8f1cc7bc): Transformer Engine's "
+             "FlashAttention-2 backend, not cuDNN")
 
 
 def rows() -> list[dict]:
@@ -47,10 +63,10 @@ def rows() -> list[dict]:
             nic_gbps_per_gpu=400, tp=8, pp=1, cp=1, ep=1, sequence_parallel=1,
             global_batch_size=gbs, micro_batch_size=1, dtype="fp8",
             options="tp_overlap;dp_overlap", grad_reduce_dtype="bf16", fp8_recipe="delayed",
-            measured_iteration_s=t,
+            attention="flash2", measured_iteration_s=t,
             note=(f"{measured(t, tps, 8192, gbs)}; column '{gpus}x H100 GPUs'; {RUN}; {OVERLAP} "
                   "(whether Transformer Engine's userbuffers serve the Mamba projections is not "
-                  f"stated); {FP8}; {H100}")))
+                  f"stated); {ATTN_NOTE}; {FP8}; {H100}")))
     return [nvls_cells.stated(r) for r in out]  # NeMo's slurm_executor NCCL_NVLS_ENABLE=0
 
 
@@ -63,7 +79,7 @@ def check() -> list[str]:
     bad = [f"{g} GPUs: typed {TABLE[g]} != README {want.get(g)}" for g in TABLE
            if want.get(g) != TABLE[g]] + ([] if len(steps) == len(TABLE) else
                                           [f"{len(steps)} columns in the README"])
-    return bad + nvls_cells.check("dgxc2505-nemotron-h")
+    return bad + nvls_cells.check("dgxc2505-nemotron-h") + mirror_rows.lines_differ(ATTENTION)
 
 
 if __name__ == "__main__":
