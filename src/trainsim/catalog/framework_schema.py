@@ -23,6 +23,7 @@ from trainsim.catalog.schema_checks import (
     _backend_gpus,
     _bool,
     _bool_or_stages,
+    _by_arch_of,
     _deferral_rule,
     _enum,
     _int,
@@ -445,6 +446,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # logits as they are (Composer's amp_fp8 enters Transformer Engine's fp8_autocast only;
     # ``workload.head.train_metric_ops``). Null: autocast assumed
     "autocast_dtypes": _nullable(_list_of(("fp32", "fp16", "bf16", "fp8"), "training dtypes")),
+    # the MLP's GELU runs in cuBLASLt epilogues, by GPU architecture (a key holds from it up
+    # to the next): forward in fc1's GEMM (GELU_AUX_BIAS, writing the activation and its
+    # input), backward in fc2's dgrad GEMM (DGELU_BGRAD): flash-attn's FusedDenseGeluDense /
+    # FusedMLP (workload.act_epilogue); null or false: the GELU is a kernel of its own
+    "gelu_gemm_epilogue": _nullable(_by_arch_of((True, False), "true or false")),
     # the MLP's fc1 and fc2 are separate Transformer Engine Linear modules (one fp8 scaling
     # update each), not one LayerNormMLP (llm-foundry's MPT with fc_type te)
     "te_linear_mlp": _nullable(_bool),
@@ -539,7 +545,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "looped_bfs_schedule", "embedding_wgra
     "checkpointed_fused_attention", "te_layer_spec", "megatron_unfused_ops", "noop_layer_clone",
     "te_unfused_attention", "moe_hybridep_num_sms",
     "kv_heads_split", "flex_dispatchers_two_ranks", "flex_backend_gpus", "ep_overlap_moe_nodes", "linear_bias_kernels",
-    "linear_bias_grad_kernels"}
+    "linear_bias_grad_kernels", "gelu_gemm_epilogue"}
 #: nested mappings a later entry merges key by key into the one before
 MERGED_KEYS = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch",
                "grouped_gemm_by_arch"}

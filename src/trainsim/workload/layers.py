@@ -10,6 +10,7 @@ from __future__ import annotations
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.config.hybrid import ATTENTION, MAMBA, MOE
+from trainsim.workload.act_epilogue import epilogue_op
 from trainsim.workload.context_parallel import (
     ring_forward,
     sdpa_repeat_kv_op,
@@ -124,9 +125,12 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             linear(ops, sh, "fc1", T, f_loc * (2 if gated else 1), h, seq_parallel="gather",
                    norm_fused=not parallel)
             bias_add(ops, sh, "fc1", "fc1", T, f_loc * (2 if gated else 1))
-        ops.append(activation_op(gated, T * f_loc, sh.eager or sh.eager_glu,
-                                 not sh.split_projections, m.hidden_act if sh.eager else None,
-                                 sh.autocast))
+        if sh.gelu_epilogue and not gated:  # flash-attn's fused dense (workload.act_epilogue)
+            ops.append(epilogue_op(T * f_loc))
+        else:
+            ops.append(activation_op(gated, T * f_loc, sh.eager or sh.eager_glu,
+                                     not sh.split_projections,
+                                     m.hidden_act if sh.eager else None, sh.autocast))
         if not (sh.eager or sh.eager_glu):  # Megatron-core's fused SwiGLU
             ops.extend(fp8_input_store(cfg, "swiglu", T * f_loc * 2))
         linear(ops, sh, "fc2", T, h, f_loc, seq_parallel="scatter")

@@ -20,6 +20,7 @@ from trainsim.catalog.frameworks import (
     te_at_least,
 )
 from trainsim.config import RunConfig
+from trainsim.workload.act_epilogue import gelu_in_epilogue
 from trainsim.workload.elementwise import fp8_scale_update_op
 from trainsim.workload.fp8_casts import (  # noqa: F401 - re-exported for the workload
     CAST_KERNEL,
@@ -111,6 +112,9 @@ class Shard:
     """The MLP's two GEMMs are separate Transformer Engine ``Linear`` modules, each with its own
     fp8 scaling update (llm-foundry's MPT under ``fc_type: te``), not one ``LayerNormMLP``."""
     norm: str = "fused"  # training.norm: how the framework's own norms run
+    gelu_epilogue: bool = False
+    """The MLP's GELU runs in fc1's and fc2's GEMM epilogues (the profile's
+    ``gelu_gemm_epilogue`` on this GPU; ``workload.act_epilogue``)."""
     fp8_local_cast: bool = False
     """Sequence parallelism all-gathers fp8 GEMM operands cast on the rank's own rows: the
     column-parallel input in the forward, the row-parallel output gradient in the backward
@@ -371,6 +375,7 @@ def shard_of(cfg: RunConfig) -> Shard:
                  split_projections=separate_projections(cfg),
                  autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8",
                  compiled=t.compile, norm="xla" if xla_norms(cfg) else t.norm,
+                 gelu_epilogue=gelu_in_epilogue(cfg),
                  fp8_local_cast=t.dtype == "fp8" and p.tp > 1 and p.sequence_parallel
                  and profile_supports(cfg, "fp8_cast_before_gather"),
                  fp8_row_cast_only=te_row_cast_only(cfg),
