@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,7 @@ from trainsim.cli_guard import (
 )
 from trainsim.config import ascii_float
 from trainsim.config.cluster import FABRICS
-from trainsim.config.fabric_rules import transport_problem
+from trainsim.config.fabric_rules import reduction_problem, transport_problem
 from trainsim.config.safe_load import as_regular_file
 from trainsim.cpus import cpus
 from trainsim.errors import ConfigError, TrainsimError
@@ -36,6 +39,31 @@ err = Console(stderr=True, emoji=False)  # a name's ':warning:' printed as writt
 
 def _fail(exc: Exception) -> None:
     fail(exc)
+
+
+COLLECTIVE_OPTIONS = {"num_gpus": "--gpus", "gpus_per_node": "--gpus-per-node",
+                      "topology": "--topology", "fabric": "--fabric", "network_backend": "--backend",
+                      "nvls": "--nvls", "in_network_reduction": "--in-network-reduction",
+                      "nic_gbit_s_per_gpu": "--nic-gbps", "gpu": "--gpu"}
+"""``trainsim collective``'s option for each cluster field it sets: a refusal of the cluster it
+builds names the option typed (robust62: it named cluster.topology, cluster.fabric, ...)."""
+COLLECTIVE_OPTION = re.compile(r"\bcluster\.(" + "|".join(
+    sorted(COLLECTIVE_OPTIONS, key=len, reverse=True)) + r")\b")
+
+@contextlib.contextmanager
+def _forced_named(algorithm: str, protocol: str) -> Iterator[None]:
+    """A collective's refusal prefixed with the ``--algorithm`` / ``--protocol`` forced
+    (robust62: "algorithm 'pat' cannot run all_reduce ..." named no option), as
+    ``network.analytical`` names ``cluster.nccl_algo``; nothing forced: raised as it is."""
+    try:
+        yield
+    except TrainsimError as exc:
+        forced = [f"{o}={v.strip()}" for o, v in (("--algorithm", algorithm),
+                                                  ("--protocol", protocol))
+                  if v.strip().lower() != "auto"]
+        if not forced:
+            raise
+        raise TrainsimError(f"{' and '.join(forced)}: {exc}") from None
 
 
 MAX_MESSAGE_BYTES = 2**50
@@ -282,13 +310,19 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
 @click.option("--node", default=None,
               help="Node preset (trainsim catalog nodes, e.g. a3-highgpu-8g): its GPU, GPUs per "
                    "node, NIC, GPUs per NIC and fabric, each unless given here.")
+@click.option("--nvls/--no-nvls", default=True, show_default=True,
+              help="NVLink SHARP where the GPU's NVSwitch has it, as cluster.nvls "
+                   "(NCCL_NVLS_ENABLE; always off on tcpx).")
+@click.option("--in-network-reduction", "in_network", is_flag=True, default=False,
+              help="The switches reduce (InfiniBand SHARP), as cluster.in_network_reduction: "
+                   "NCCL's CollNet.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False),
               default="table")
 @click.pass_context
 def collective(ctx: click.Context, gpu: str, num_gpus: int, gpus_per_node: int | None,
                nic_gbps: float, kind: str, sizes: str, algorithm: str, protocol: str,
                backend: str, topology: str, max_flows: int | None, fabric: str | None,
-               node: str | None, fmt: str) -> None:
+               node: str | None, nvls: bool, in_network: bool, fmt: str) -> None:
     """nccl-tests-like table of a collective's predicted time and bandwidth."""
     from trainsim.limits import set_limit
 
@@ -324,28 +358,41 @@ def collective(ctx: click.Context, gpu: str, num_gpus: int, gpus_per_node: int |
         if lo_b < 2:  # the table's rows are bfloat16 elements (nccl-tests' count = size / 2)
             raise TrainsimError(f"--sizes {sizes}: MIN must be at least 2 bytes, one bfloat16 "
                                 "element")
-        cluster = ClusterConfig(gpu=catalog_gpu(gpu), num_gpus=num_gpus,
-                                gpus_per_node=gpus_per_node, nic_bw_Bps=nic_gbps * (1e9 / 8),
-                                network_backend=backend,  # type: ignore[arg-type]
-                                topology=topology, fabric=fabric,
-                                gpus_per_nic=preset.get("gpus_per_nic", 1))
+        # SHARP where nothing reduces, refused in the options' names (robust62: collfab61's
+        # Lead 5, the CLI could not price CollNet or NVLS off at all)
+        reduction_problem(fabric.strip().lower(), in_network, backend.lower(), (
+            "--in-network-reduction", "--fabric", "drop --in-network-reduction",
+            "--backend analytical"))
+        try:
+            cluster = ClusterConfig(gpu=catalog_gpu(gpu), num_gpus=num_gpus,
+                                    gpus_per_node=gpus_per_node,
+                                    nic_bw_Bps=nic_gbps * (1e9 / 8),
+                                    network_backend=backend,  # type: ignore[arg-type]
+                                    topology=topology, fabric=fabric,
+                                    gpus_per_nic=preset.get("gpus_per_nic", 1), nvls=nvls,
+                                    in_network_reduction=in_network)
+        except TrainsimError as exc:  # the cluster's rules, in this command's option names
+            raise TrainsimError(COLLECTIVE_OPTION.sub(
+                lambda m: COLLECTIVE_OPTIONS[m.group(1)], str(exc))) from None
         # what the transport cannot run, refused as the config path refuses it (collfab61)
         transport_problem(cluster.fabric, algorithm, protocol.strip(),
                           ("--algorithm", "--protocol", "--fabric"))
         if backend == "flow" and protocol.strip().lower() != "auto":  # shown, never priced
             raise TrainsimError(f"--protocol {protocol}: the flow backend models links, not "
                                 "NCCL protocols; drop --protocol or use --backend analytical")
-        if backend == "flow":  # the first collective and its fabric, before building it
-            from trainsim.collectives.flows import resolve_algorithm
-            from trainsim.limits import check_flows
-            check_flows(kind, num_gpus, gpus_per_node, resolve_algorithm(kind, algorithm),
-                        num_gpus, sizes=int(hi_b // lo_b).bit_length())
+        with _forced_named(algorithm, protocol):  # what they cannot run, named as typed
+            if backend == "flow":  # the first collective and its fabric, before building it
+                from trainsim.collectives.flows import resolve_algorithm
+                from trainsim.limits import check_flows
+                check_flows(kind, num_gpus, gpus_per_node, resolve_algorithm(kind, algorithm),
+                            num_gpus, sizes=int(hi_b // lo_b).bit_length())
         net = network_for(cluster)
         span = net.span(num_gpus, 1)
         rows: list[dict[str, Any]] = []
         size = lo_b
         while size <= hi_b:
-            c = net.collective(kind, float(size), span, algorithm, protocol)
+            with _forced_named(algorithm, protocol):
+                c = net.collective(kind, float(size), span, algorithm, protocol)
             algbw = size / c.time_s if c.time_s else 0.0
             rows.append({"size_bytes": size, "count": size // 2, "type": "bfloat16",
                          "time_us": c.time_s * 1e6, "algbw_GBps": algbw / 1e9,

@@ -175,16 +175,16 @@ def sharded_schedule_problem(cfg: RunConfig) -> str | None:
     (deepseek-ai/DualPipe dualpipe.py); torch ships only its V form (``ScheduleDualPipeV``)."""
     name, t = cfg.parallel.pipeline_schedule, cfg.training
     if name == "dualpipe":
-        return ("pipeline_schedule=dualpipe with ZeRO-3/FSDP is not modelled: DeepSeek's "
-                "DualPipe holds two copies of each stage and no framework read shards them; use "
+        return ("parallel.pipeline_schedule=dualpipe with ZeRO-3/FSDP is not modelled: "
+                "DeepSeek's DualPipe holds two copies of each stage and no framework read shards them; use "
                 "dualpipe_v (torch's ScheduleDualPipeV, which torchtitan runs with FSDP2) or "
                 "zero_stage below 3")
     if fsdp_pp_mode(cfg) != "unsharded":
         who = f"{t.framework} {t.framework_version or ''}".strip() if t.framework else \
             "a run without a framework profile"
-        return (f"pipeline_schedule={name} with ZeRO-3/FSDP is modelled as torch's pipelining "
-                "runs it (units kept gathered, gradients reduce-scattered after each stage's "
-                f"last backward: profile fsdp_pp_unsharded, torchtitan's); {who} gathers or "
+        return (f"parallel.pipeline_schedule={name} with ZeRO-3/FSDP is modelled as torch's "
+                "pipelining runs it (units kept gathered, gradients reduce-scattered after each "
+                f"stage's last backward: profile fsdp_pp_unsharded, torchtitan's); {who} gathers or "
                 "reduces every micro-batch; use gpipe, 1f1b or interleaved_1f1b with it")
     return None
 

@@ -235,6 +235,10 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
+SET_SECTIONS = ("model", "parallel", "training", "cluster", "reliability")
+"""The sections a ``--set`` edits a field of (``reliability``: ``trainsim goodput`` only)."""
+
+
 def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...],
                     reliability: bool = False) -> dict[str, Any]:
     """Apply ``a.b=v`` overrides (``--set parallel.tp=4``) to a raw config mapping. A
@@ -255,6 +259,11 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]
         if parts[0] == "reliability" and not reliability:
             raise ConfigError(f"--set {key.strip()}: only trainsim goodput reads the "
                               "reliability section; this command would ignore it")
+        if parts[0] not in SET_SECTIONS:  # robust62: refused later as a config file's key,
+            # with a file's hint (the x- prefix of a YAML anchor key) and no --set named
+            raise ConfigError(f"--set {key.strip()}: unknown section {parts[0]!r}"
+                              f"{suggest(parts[0], SET_SECTIONS)}; a --set names a field of "
+                              "model, parallel, training or cluster (e.g. parallel.tp=4)")
         node_ = data
         for p in parts[:-1]:
             child = node_.get(p)

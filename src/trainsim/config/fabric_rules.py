@@ -49,10 +49,14 @@ def nvls_on(fabric: str, nvls: bool) -> bool:
 TCPX_RUNS = ("ring", "Simple")
 """The one NCCL algorithm and protocol GPUDirect-TCPX runs (module docstring)."""
 NO_SWITCH_REDUCTION = ("efa", "tcpx")
+"""Fabrics with no switch that reduces (no SHARP, so no CollNet)."""
 SIMPLE_ONLY = ("nvls", "nvls_tree", "collnet", "pat")
 """Algorithms NCCL runs on the Simple protocol only (``collectives.nccl._time``: NCCL
 src/graph/tuning.cc); a forced LL / LL128 beside one could run no collective of it."""
-"""Fabrics with no switch that reduces (no SHARP, so no CollNet)."""
+REDUCTION_NAMES = ("cluster.in_network_reduction=true", "cluster.fabric",
+                   "set in_network_reduction false", "network_backend analytical")
+"""How a run config spells in-network reduction, the fabric, and the two fixes
+(``reduction_problem``; ``trainsim collective`` spells them as its options)."""
 
 
 def transport_problem(fabric: str, algorithm: str, protocol: str,
@@ -73,6 +77,21 @@ def transport_problem(fabric: str, algorithm: str, protocol: str,
                           f"Google's NCCL_PROTO=Simple); leave {proto_name} auto or set Simple")
 
 
+def reduction_problem(fabric: str, in_network: bool, backend: str = "analytical",
+                      names: tuple[str, str, str, str] = REDUCTION_NAMES) -> None:
+    """Refuse in-network reduction (SHARP, NCCL's CollNet) where nothing reduces in the network:
+    a ``fabric`` without reducing switches (``NO_SWITCH_REDUCTION``), or the flow ``backend``,
+    which models none. ``names``: how the caller spells the setting, the fabric and the two
+    fixes (``REDUCTION_NAMES``; ``trainsim collective``'s ``--in-network-reduction``, robust62)."""
+    on, fabric_name, off, analytical = names
+    if in_network and fabric in NO_SWITCH_REDUCTION:
+        raise ConfigError(f"{on} but {fabric_name}={fabric} has no switch that reduces (SHARP, "
+                          f"NCCL's CollNet, needs an InfiniBand fabric); {off}")
+    if backend == "flow" and in_network:
+        raise ConfigError(f"{on} is priced by the analytical network backend only; the flow "
+                          f"backend models no reducing switch: {off} or {analytical}")
+
+
 def fabric_problem(fabric: str, algorithm: str, protocol: str, in_network: bool,
                    backend: str = "analytical", nvls: bool = True) -> None:
     """Refuse what ``fabric`` (``cluster.fabric`` as read, lower case) cannot run: a forced
@@ -83,17 +102,12 @@ def fabric_problem(fabric: str, algorithm: str, protocol: str, in_network: bool,
     algo = algorithm.strip().lower()
     transport_problem(fabric, algorithm, protocol)
     if in_network and fabric in NO_SWITCH_REDUCTION:
-        raise ConfigError(f"cluster.in_network_reduction=true but cluster.fabric={fabric} has no "
-                          "switch that reduces (SHARP, NCCL's CollNet, needs an InfiniBand "
-                          "fabric); set in_network_reduction false")
+        reduction_problem(fabric, in_network, backend)
     if backend == "flow" and algo not in ("auto", "ring"):
         raise ConfigError(f"cluster.nccl_algo={algorithm} is priced by the analytical network "
                           "backend only; the flow backend runs ring (direct for an all-to-all): "
                           "leave nccl_algo auto or ring")
-    if backend == "flow" and in_network:
-        raise ConfigError("cluster.in_network_reduction=true is priced by the analytical network "
-                          "backend only; the flow backend models no reducing switch: set "
-                          "in_network_reduction false or network_backend analytical")
+    reduction_problem(fabric, in_network, backend)
     if algo == "collnet" and not in_network:
         raise ConfigError("cluster.nccl_algo=collnet needs cluster.in_network_reduction=true "
                           "(NCCL's CollNet reduces in SHARP switches); leave nccl_algo auto")

@@ -480,23 +480,24 @@ class ParallelConfig:
         if name in V_SCHEDULES and self.virtual_pipeline_model_parallel_size is None:
             object.__setattr__(self, "virtual_pipeline_model_parallel_size", 2)
         if name in V_SCHEDULES and self.vpp != 2:
-            raise ConfigError(f"pipeline_schedule={name} places two chunks per rank as a V: "
-                              f"virtual_pipeline_model_parallel_size must be 2, not {self.vpp}")
+            raise ConfigError(f"parallel.pipeline_schedule={name} places two chunks per rank as a "
+                              "V: parallel.virtual_pipeline_model_parallel_size must be 2, not "
+                              f"{self.vpp}")
         interleaved = name in ("interleaved_1f1b", "interleaved_zb")
         if interleaved and self.vpp == 1:
-            raise ConfigError(f"pipeline_schedule={name} needs "
-                              "virtual_pipeline_model_parallel_size > 1")
+            raise ConfigError(f"parallel.pipeline_schedule={name} needs "
+                              "parallel.virtual_pipeline_model_parallel_size > 1")
         if name not in V_SCHEDULES + ANY_CHUNKS and not interleaved and self.vpp > 1:
-            raise ConfigError(f"pipeline_schedule={name} runs one model chunk per rank; "
-                              f"virtual_pipeline_model_parallel_size={self.vpp} needs "
+            raise ConfigError(f"parallel.pipeline_schedule={name} runs one model chunk per rank; "
+                              f"parallel.virtual_pipeline_model_parallel_size={self.vpp} needs "
                               "interleaved_1f1b, interleaved_zb, zb_v, dualpipe_v or looped_bfs")
         if self.microbatch_group_size_per_vp_stage is not None and self.vpp > 1 and \
                 name != "interleaved_1f1b":
             raise ConfigError(f"parallel.microbatch_group_size_per_vp_stage groups Megatron's "
-                              f"interleaved 1F1B; pipeline_schedule={name} orders its own passes")
+                              f"interleaved 1F1B; parallel.pipeline_schedule={name} orders its own passes")
         if name == "dualpipe" and self.pp % 2:
-            raise ConfigError(f"pipeline_schedule=dualpipe needs an even "
-                              f"pipeline_model_parallel_size, not {self.pp}")
+            raise ConfigError(f"parallel.pipeline_schedule=dualpipe needs an even "
+                              f"parallel.pipeline_model_parallel_size, not {self.pp}")
 
     def _check_layout(self) -> None:
         text = self.pipeline_model_parallel_layout

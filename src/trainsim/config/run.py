@@ -281,8 +281,9 @@ class RunConfig:
         stage_layers = self.stage_layer_counts if fields else ()  # validates the split
         if p.vpp > 1 and fields and self._layout is None and any(n % p.vpp for n in stage_layers):
             raise ConfigError(
-                f"layers per pipeline stage {sorted(set(stage_layers))} are not divisible by "
-                f"virtual_pipeline_model_parallel_size={p.vpp}")
+                f"layers per pipeline stage {sorted(set(stage_layers))} (model.num_layers="
+                f"{m.num_layers} over parallel.pp={p.pp}) are not divisible by "
+                f"parallel.virtual_pipeline_model_parallel_size={p.vpp}")
         local = t.local_batch_size
         if local is not None and (local % t.micro_batch_size or
                                   (t.global_batch_size // self.dp) % local):
@@ -295,7 +296,7 @@ class RunConfig:
             need = 2 * p.pp
             if m_ < need or (p.pipeline_schedule == "dualpipe" and m_ % 2):
                 raise ConfigError(
-                    f"pipeline_schedule={p.pipeline_schedule} needs at least 2*pp={need} "
+                    f"parallel.pipeline_schedule={p.pipeline_schedule} needs at least 2*pp={need} "
                     f"micro-batches{' (an even number)' if p.pipeline_schedule == 'dualpipe' else ''}"
                     f", not {m_} (deepseek-ai/DualPipe asserts it); raise the global batch or "
                     "lower the micro-batch size")
@@ -354,10 +355,10 @@ class RunConfig:
                 raise ConfigError(f"parallel.ep={p.ep} does not divide model.num_experts="
                                   f"{m.num_experts}")
             if (p.tp * p.cp * self.dp) % (p.ep * p.etp):
-                raise ConfigError(f"ep*etp={p.ep}*{p.etp} must divide tp*cp*dp="
+                raise ConfigError(f"parallel.ep*etp={p.ep}*{p.etp} must divide tp*cp*dp="
                                   f"{p.tp}*{p.cp}*{self.dp} (experts are spread over those ranks)")
             if fields and m.expert_ffn_size % p.etp:
-                raise ConfigError(f"expert_tensor_parallel_size={p.etp} does not divide "
+                raise ConfigError(f"parallel.expert_tensor_parallel_size={p.etp} does not divide "
                                   f"model.moe_ffn_hidden_size={m.expert_ffn_size}")
             if fields and p.tp > 1 and not p.sequence_parallel:
                 raise ConfigError("MoE with tp > 1 needs parallel.sequence_parallel=true "
@@ -484,8 +485,11 @@ class RunConfig:
                     "pipeline_model_parallel_layout (or decoder_first_pipeline_num_layers / "
                     "decoder_last_pipeline_num_layers, or account_for_embedding/"
                     "loss_in_pipeline_split) for an uneven split")
-            raise ConfigError(f"the {rest} layers left for the {middle_stages} middle stages do "
-                              "not split evenly")
+            given = ", ".join(f"decoder_{k}_pipeline_num_layers={v}" for k, v in
+                              (("first", first), ("last", last)) if v is not None)
+            raise ConfigError(f"parallel.{given} leaves {rest} layers of model.num_layers={n} "
+                              f"for {middle_stages} middle stages of pp={p.pp}, which do not "
+                              "split evenly; change it or the layer count")
         each = rest // middle_stages if middle_stages else 0
         counts = [each] * p.pp
         if first is not None:

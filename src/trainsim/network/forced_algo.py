@@ -1,45 +1,79 @@
 """A forced ``cluster.nccl_algo`` that a group of the run cannot run, refused from the config
-alone (collfab61, robust61's Lead 1).
+alone (collfab61, robust61's Lead 1; robust62: the context-parallel, HSDP-replica and expert
+groups).
 
 NCCL_ALGO binds every collective of the job (``network.analytical.AnalyticalNetwork.collective``
 refuses the run at the first collective a group cannot run it on), but a refusal that depends
 on a group's shape (tree, PAT or NVLS-Tree inside one node; NVLS across nodes; PAT with more
 than one rank a node) came only when that collective was priced, so the service queued the
 job and failed it later. Here the run's groups are placed as the pricer places them
-(``pricing.Pricer.spans``: the tensor-parallel group ``span(tp, 1)``, the data-parallel group
-``span(dp, tp)``) and a forced algorithm is refused where it can run none of all_reduce,
-all_gather and reduce_scatter on a group that prices one of them every step: tensor
-parallelism's all-reduce or all-gather / reduce-scatter, data parallelism's gradient
-all-reduce or reduce-scatter. Only those two groups, and the data-parallel one without context
-parallelism or HSDP replicas (whose gradient group is another span), so nothing the pricer
-takes is refused; a group whose shape lets the algorithm run one of the three kinds (tree
-across nodes: all_reduce only) is left to the pricer, which knows the kind. The message is the
-pricer's own, from the same call."""
+(``pricing.Pricer.spans``) and a forced algorithm is refused where a group that prices a
+collective every step cannot run it:
+
+- the tensor-parallel group ``span(tp, 1)``: its all-reduce or all-gather / reduce-scatter;
+- the gradient group ``dp_cp`` = ``span(shard_ranks, tp)`` (dp x cp, one HSDP replica's share):
+  the gradient all-reduce or reduce-scatter (collfab61 checked it only without cp or HSDP);
+- HSDP's replica group ``dp_rep`` = ``span(dp_replicate, tp * shard_ranks)``: the all-reduce of
+  each shard's gradient across replicas (``sharded_passes.grad_reduce``'s ``_replicas`` op);
+- the expert tensor-parallel group ``span(etp, 1)``: its all-gather / reduce-scatter
+  (``workload.moe_block``), and the expert data-parallel group ``span(edp, etp * ep)``: the
+  expert gradients' reduction.
+
+A group is refused only where the algorithm can run none of the kinds it may price there, so
+nothing the pricer takes is refused; a group whose shape lets the algorithm run one of them
+(tree across nodes: all_reduce only) is left to the pricer, which knows the kind. The
+expert-parallel group's all-to-alls and the context-parallel ring's sends are point-to-point,
+which NCCL_ALGO does not bind. The message is the pricer's own, from the same call."""
 
 from __future__ import annotations
 
 from trainsim.config import RunConfig
 from trainsim.errors import ConfigError
 from trainsim.network import network_for
+from trainsim.workload.sharding_grads import zero3_grad_collective
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
 """The collectives NCCL_ALGO picks an algorithm for that tensor and data parallelism run."""
 SHARDED = ("all_gather", "reduce_scatter", "all_reduce")
 """The same, in the order a sharded group meets them (sequence parallelism's all-gather first;
 a sharded optimizer's parameter all-gather), so the refusal names the kind the pricer names."""
+GATHERS = ("all_gather", "reduce_scatter")
+"""Expert tensor parallelism's collectives (``moe.etp_all_gather`` / ``etp_reduce_scatter``)."""
+
+
+def _groups(cfg: RunConfig) -> list[tuple[int, int, tuple[str, ...]]]:
+    """(size, stride, kinds in the order the pricer meets them) of each group checked."""
+    p, zero = cfg.parallel, cfg.parallel.effective_zero_stage
+    whole = zero == 1 and p.zero1_grad_reduce == "all_reduce"
+    # the gradient reduction's one kind (``optimizer_tasks``: all-reduce unsharded or under
+    # ZeRO-1's whole-gradient reduction, else reduce-scatter; ZeRO-3 / FSDP's per unit:
+    # ``sharding_grads.zero3_grad_collective``)
+    reduce = "all_reduce" if zero == 0 or whole or (
+        zero == 3 and zero3_grad_collective(cfg) == "all_reduce") else "reduce_scatter"
+    grads = (reduce,)
+    groups = [(p.tp, 1, SHARDED if p.sequence_parallel else KINDS)]
+    if p.dp_replicate > 1 and whole:  # InternEvo's zero1: the whole gradient over every dp rank
+        groups.append((cfg.dp, p.tp * p.cp, ("all_reduce",)))
+    else:
+        groups.append((cfg.shard_ranks, p.tp, grads))
+        if p.dp_replicate > 1:  # each shard's gradient all-reduced over the replicas
+            groups.append((p.dp_replicate, p.tp * cfg.shard_ranks, ("all_reduce",)))
+    if cfg.model.tied_embeddings and p.pp > 1:  # the first and last stages' embedding gradient
+        groups.append((2, p.tp * p.cp * cfg.dp * (p.pp - 1), ("all_reduce",)))
+    if cfg.model.is_moe:
+        groups.append((p.etp, 1, GATHERS))
+        groups.append((cfg.edp, p.etp * p.ep, grads))
+    return groups
 
 
 def forced_algo_problem(cfg: RunConfig) -> str | None:
-    """The pricer's refusal of ``cluster.nccl_algo`` on the first of the run's tensor- and
-    data-parallel groups that can run it for none of ``KINDS``, or None."""
-    c, p = cfg.cluster, cfg.parallel
+    """The pricer's refusal of ``cluster.nccl_algo`` on the first of the run's groups
+    (``_groups``) that can run it for none of the kinds it prices there, or None."""
+    c = cfg.cluster
     if str(c.nccl_algo).strip().lower() in ("auto", "ring") or c.network_backend == "flow":
         return None  # ring runs every kind on every group; flow takes ring only (fabric_rules)
     net = network_for(c)
-    groups = [(p.tp, 1, SHARDED if p.sequence_parallel else KINDS)]
-    if p.cp == 1 and p.dp_replicate == 1:
-        groups.append((cfg.dp, p.tp, SHARDED if p.shards_optimizer else KINDS))
-    for size, stride, kinds in groups:
+    for size, stride, kinds in _groups(cfg):
         if size <= 1:
             continue
         span = net.span(size, stride)

@@ -432,6 +432,14 @@ def sizes_problem(sizes: dict[str, tuple[int, ...] | None], base: Any,
     return None
 
 
+def every_split_refused(b: Any, gpu_counts: Any, refused: str) -> ConfigError:
+    """A search none of whose splits the config's rules (or a forced ``cluster.nccl_algo``)
+    take, ``refused`` the first refusal."""
+    counts = ",".join(str(n) for n in gpu_counts)
+    return ConfigError(f"no parallel configuration of {b.model.name} is valid on {counts} "
+                       f"GPUs: every split the sizes allow is refused, e.g. {refused}")
+
+
 def nothing_found(result: Any) -> ConfigError:
     """Why a search ranked nothing: no candidate is a valid split at all (the GPU count, the
     batch and the model's heads and layers admit none; or every split they admit is refused
@@ -446,9 +454,7 @@ def nothing_found(result: Any) -> ConfigError:
                            "--global-batch or --seq, or allow recompute/ZeRO")
     counts = ",".join(str(n) for n in result.gpu_counts)
     if result.refused:
-        return ConfigError(f"no parallel configuration of {b.model.name} is valid on {counts} "
-                           f"GPUs: every split the sizes allow is refused, e.g. "
-                           f"{result.refused}")
+        return every_split_refused(b, result.gpu_counts, result.refused)
     who = b.training.framework or "the run"
     kv = f" (and the {b.model.kv_heads} KV heads: {who} splits them)" \
         if b.kv_heads_split and b.model.kv_heads < b.model.num_attention_heads else ""

@@ -22,10 +22,12 @@ import os
 import time
 from collections.abc import Hashable, Sequence
 
+from trainsim.config import RunConfig
 from trainsim.engine import gc_paused
 from trainsim.errors import ConfigError
 from trainsim.limits import check, limit
 from trainsim.memory.state import states_shared
+from trainsim.network.forced_algo import forced_algo_problem
 from trainsim.pricing import shared
 from trainsim.search.candidate import candidate
 from trainsim.search.evaluation import Evaluation, SearchToken, drop_runs
@@ -124,6 +126,36 @@ def _survivors_to_oldest() -> None:
         loop.collector_to_oldest()
 
 
+def _key_config(base: Base, key: MemoryKey) -> RunConfig:
+    """A memory group's config, refused (``ConfigError``) where a forced NCCL_ALGO one of its
+    groups cannot run (``network.forced_algo``; robust62, collfab61's Lead 2): that group is
+    skipped as the config rules' refusals are, not the whole search."""
+    cfg = candidate(key).to_config(base)
+    if problem := forced_algo_problem(cfg):
+        raise ConfigError(problem)
+    return cfg
+
+
+def forced_algo_refusal(base: Base, gpu_counts: Sequence[int], space: SearchSpace) -> str | None:
+    """The first refusal of a search whose every split a forced ``cluster.nccl_algo`` (or the
+    config's rules) refuses, as the search's enumeration finds it (``SearchResult.refused``),
+    or None: the service's job check refuses such a search before queueing it (robust62).
+    Nothing is enumerated unless an algorithm is forced."""
+    c = base.cluster
+    if str(c.nccl_algo).strip().lower() in ("auto", "ring") or c.network_backend == "flow":
+        return None
+    refused = None
+    for n in dict.fromkeys(int(n) for n in gpu_counts):
+        for key in space.memory_keys(base, n):
+            try:
+                _key_config(base, key)
+            except ConfigError as exc:
+                refused = refused or f"{Candidate(key).label()}: {exc}"
+                continue
+            return None
+    return refused
+
+
 def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: int,
             executor: Executor, rank_by: RankBy, exhaustive: bool, reference: Candidate | None,
             pareto_slowdown: float, progress: Progress | None, cache: EvaluationCache | None,
@@ -165,7 +197,7 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
     refused = None  # the first group the config's rules refuse (all refused: said why)
     for i, key in enumerate(keys):
         try:
-            bounds.prime(key, candidate(key).to_config(base))
+            bounds.prime(key, _key_config(base, key))
         except ConfigError as exc:
             refused = refused or f"{Candidate(key).label()}: {exc}"
             continue

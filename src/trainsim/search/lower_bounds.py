@@ -14,6 +14,7 @@ from typing import Any
 
 from trainsim.config import ParallelConfig
 from trainsim.config.hybrid import main_pattern
+from trainsim.errors import TrainsimError
 from trainsim.search.flop_bound import BOUND_SAFETY, lower_bound_s, peak_gemm_rate
 from trainsim.search.layout_costs import (
     BoundShape,
@@ -268,6 +269,8 @@ class Bounds:
             return cheap
         try:
             hit = self._refined[key] = max(cheap, REFINED_SAFETY * self._pipeline_bound(c))
+        except TrainsimError:  # the candidate's own refusal (a forced nccl_algo its groups
+            raise  # cannot run, robust62), which its simulation gives too: no repr'd warning
         except Exception as exc:  # noqa: BLE001 - an internal API changed: keep the FLOP bound
             self.failed = repr(exc)
             log.warning("search: refined bound unavailable (%r); using the FLOP bound", exc)

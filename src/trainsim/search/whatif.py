@@ -260,6 +260,12 @@ def _section_problem(path: str) -> str | None:
     return None
 
 
+def sweep_points(varies: Sequence[Vary]) -> list[list[str]]:
+    """The ``--set`` items of each grid point of ``varies``, in the sweep's order."""
+    return [[f"{v.path}={x}" for v, x in zip(varies, values)]
+            for values in itertools.product(*(v.values for v in varies))]
+
+
 def sweep(raw: dict[str, Any], varies: Sequence[Vary], overrides: Sequence[str] = (),
           progress: Callable[[int, int], None] | None = None) -> SweepResult:
     """Simulate ``raw`` (a config mapping as read from YAML) at every grid point of ``varies``.
@@ -284,8 +290,7 @@ def sweep(raw: dict[str, Any], varies: Sequence[Vary], overrides: Sequence[str] 
     base = apply_overrides(raw, list(overrides))
     points = []
     said: list[str] = []
-    for i, values in enumerate(grid):
-        sets = [f"{v.path}={x}" for v, x in zip(varies, values)]
+    for i, (values, sets) in enumerate(zip(grid, sweep_points(varies))):
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             try:

@@ -101,6 +101,7 @@ def _sweep(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: Pat
 
         cfg = run_config_from_dict(apply_overrides(raw, opts["set"]))
         _bound_gpus(cfg.cluster.num_gpus, "config.cluster.num_gpus", limits)
+        _sweep_points_refused(raw, vs, opts["set"])
         return None
     result = sweep(raw, vs, opts["set"], progress=lambda d, t: progress(d / t, "simulate"))
     from trainsim.search.render import sweep_json
@@ -109,6 +110,31 @@ def _sweep(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: Pat
     plot = result.plot(wd / "plot.png").read_bytes() if want_plot else None  # as --plot
     return Output(sweep_json(result.rows(), [v.path for v in result.varies], notes) + "\n",
                   plot=plot)
+
+
+def _sweep_points_refused(raw: dict[str, Any], vs: list[Any], sets: list[str]) -> None:
+    """Refuse, before queueing, a sweep whose every point its config or a forced
+    ``cluster.nccl_algo`` refuses (``search.whatif.sweep`` raises "no point of the sweep is a
+    valid config" then; robust62: the service queued it and failed the job). Each point is
+    checked as the sweep checks it first (``run_config_from_dict``, then ``simulate``'s
+    ``forced_algo_problem``); a point either takes is left to the run."""
+    from trainsim.catalog import apply_overrides, run_config_from_dict
+    from trainsim.network.forced_algo import forced_algo_problem
+    from trainsim.search.whatif import sweep_points
+
+    base = apply_overrides(raw, list(sets))
+    first = None
+    for point in sweep_points(vs):
+        try:
+            cfg = run_config_from_dict(apply_overrides(base, point))
+        except TrainsimError as exc:
+            first = first or str(exc)
+            continue
+        if (problem := forced_algo_problem(cfg)) is None:
+            return
+        first = first or problem
+    if first is not None:
+        raise ConfigError(f"no point of the sweep is a valid config; first error: {first}")
 
 
 # ------------------------------------------------------------------------------ goodput

@@ -147,6 +147,12 @@ def search_job(config: dict[str, Any], opts: dict[str, Any], settings: Settings,
         ref = (parse_reference(_given_text(opts["reference"]), base, counts[0])
                if opts["reference"] else None)  # as text: 3 was an AttributeError
     _bound_candidates(base, counts, space, settings.limits)
+    from trainsim.search.core import forced_algo_refusal
+
+    if (refused := forced_algo_refusal(base, counts, space)) is not None:  # as the search would
+        from trainsim.search.cli_inputs import every_split_refused
+
+        raise every_split_refused(base, tuple(dict.fromkeys(counts)), refused)
     top, rank_by = _int(opts, "top", 1), _choice(opts, "rank_by", ("split", "layout", "config"))
     exhaustive, want_plot = _flag(opts, "exhaustive"), _flag(opts, "plot")
     slowdown = _float(opts, "pareto_slowdown", least=1)

@@ -105,7 +105,7 @@ def interleaved_zb(stage: int, pp: int, vpp: int, m: int) -> list[Step]:
     of its rounds."""
     rounds = max(1, m // pp)
     if m % rounds:
-        raise ConfigError(f"pipeline_schedule=interleaved_zb runs {rounds} rounds of "
+        raise ConfigError(f"parallel.pipeline_schedule=interleaved_zb runs {rounds} rounds of "
                           f"micro-batches at pp={pp} and needs a multiple of them, not {m} "
                           "(torch's ScheduleInterleavedZeroBubble)")
     per_round = m // rounds
