@@ -627,6 +627,131 @@ def offload_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Cas
     return cases
 
 
+# ------------------------------------------------------------------------------ combos
+
+def _combo_run(rng: random.Random) -> dict[str, Any]:
+    from fuzz60 import _entries
+
+    raw = copy.deepcopy(BASES[rng.choice(["dense", "moe", "mla"])])
+    p, t, c = raw["parallel"], raw["training"], raw["cluster"]
+    fw, version = rng.choice(_entries())
+    t.update(framework=fw, framework_version=version)
+    c["gpu"] = rng.choice(["h100-sxm-80gb", "h100-sxm-80gb", "b200-sxm-180gb", "a100-sxm-80gb",
+                           "h200-sxm-141gb", "mi300x", "gb200"])
+    if c["gpu"] == "gb200":
+        c["gpus_per_node"] = 4
+    c["compute_db"] = None
+    if rng.random() < 0.4:
+        t["dtype"] = "fp8"
+        if rng.random() < 0.6:
+            t["fp8_recipe"] = rng.choice(["delayed", "current", "blockwise", "mxfp8"])
+    if rng.random() < 0.3:
+        t["cuda_graphs"] = True
+        if rng.random() < 0.5:
+            t["cuda_graph_scope"] = rng.choice(["full", "attn", "moe_router", "mlp"])
+    if rng.random() < 0.3:
+        t["attention"] = rng.choice(["flash2", "flash3", "cudnn", "eager", "unfused"])
+    if rng.random() < 0.3:
+        p["tp_comm_overlap"] = True
+    if rng.random() < 0.3:
+        p.update(overlap_grad_reduce=True, overlap_param_gather=rng.random() < 0.5)
+    if rng.random() < 0.3:
+        p["recompute"] = rng.choice(["selective", "full"])
+    if rng.random() < 0.2:
+        p["cp"] = 2
+        c["num_gpus"] = 16
+    if rng.random() < 0.2:
+        p["zero_stage"] = rng.choice([1, 2, 3])
+    t["global_batch_size"] = 32
+    return raw
+
+
+def combos_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Case]]:
+    def cases() -> Iterator[Case]:
+        for _ in range(200):
+            raw = _combo_run(rng)
+            t = raw["training"]
+            label = (f"combo {t['framework']} {t['framework_version']} {raw['cluster']['gpu']} "
+                     f"{json.dumps({k: v for k, v in t.items() if k != 'framework'})} "
+                     f"{json.dumps(raw['parallel'])}")
+            yield label, (lambda c=raw: _layout_check(c))
+    return cases
+
+
+# ------------------------------------------------------------------------------ options
+
+OPTION_VALUES = {
+    "sweep": {"vary": [["parallel.tp=1:8"], ["parallel.tp="], ["=1,2"], ["parallel.tp=1,,2"],
+                       ["parallel.tp=2,2"], ["model.num_layers=2:8"], ["training.dtype=fp8,bf16"]],
+              "steps": [0, 1, 2, 10**6, "3", 2.5, -1]},
+    "search": {"gpus": ["8,0", "-8", "8.5", "1e1", "8,8", "08", 8, "8 16"],
+               "top": [0, -1, 10**9, "2"], "rank_by": ["bogus", "LAYOUT", "layout"],
+               "tp": ["3", "1,2,3", "0", "x"], "recompute": ["bogus", "none", "FULL"],
+               "pareto_slowdown": [0.5, 1, "inf", float("inf")]},
+    "goodput": {"tokens": ["1T", "abc", -1, 0, 1e30, "1e12"], "days": [0, -1, 1e-9, "x", 1e9],
+                "trials": [0, 1, 10**9, "5"], "interval": ["1h", "0s", "-1h", "x", 3600]},
+    "plan": {"tokens": ["1T", 0, "x", 1e30], "days": [0, 1e-9, 30, "30"],
+             "max_gpus": [0, 1, 2**40], "price": [-1, 0, "2.5"], "grid": [0, -1, 1e9]},
+}
+
+
+def _options_check(kind: str, key: str, value: Any) -> str | None:
+    from trainsim.service import Settings
+    from trainsim.service.jobs import problem
+
+    options: dict[str, Any] = {key: value}
+    config: Any = copy.deepcopy(BASES["dense"])
+    if kind in ("search", "plan"):
+        config = {}
+        options.update({"model": "gpt3-350m", "max_micro_batch": 1, "overlap": "off",
+                        "tp": options.get("tp", "1"), "pp": "1"})
+        if kind == "search":
+            options.setdefault("gpus", 8)
+            options.update(global_batch=16, seq=512)
+        else:
+            options.setdefault("tokens", "1e9")
+            options.setdefault("days", 1)
+    if kind == "sweep" and key != "vary":
+        options["vary"] = ["parallel.tp=1,2"]
+    if kind == "goodput":
+        config["training"]["train_tokens"] = 1e9
+        options.setdefault("trials", 3)
+    try:
+        got = problem(kind, copy.deepcopy(config), copy.deepcopy(options),
+                      Settings(workers=0, checkers=0))
+    except Exception as exc:  # noqa: BLE001 - the finding: a 500
+        return f"the {kind} job check raises {type(exc).__name__}"
+    if got is not None:
+        status, _field, text = got
+        if not 400 <= status < 500 or "\n" in text:
+            return f"a {kind} refusal with status {status} or of several lines"
+        REFUSED[0] += 1
+        return None
+    from trainsim.service.jobs import run
+
+    try:  # queued: it must run (a refusal now is a job the check could have refused)
+        with fuzz_checks.cpu_deadline(20):
+            run(kind, copy.deepcopy(config), copy.deepcopy(options),
+                Settings(workers=0, checkers=0))
+    except fuzz_checks.Hang:
+        return None  # long, not wrong (the job's own limits bound it)
+    except fuzz_checks.TrainsimError as exc:
+        return f"a {kind} job queued, then refused: {re.sub(r'[0-9]+', 'N', str(exc))[:50]}"
+    except Exception as exc:  # noqa: BLE001 - the finding: a failed job
+        return f"a {kind} job queued, then failed with {type(exc).__name__}"
+    return None
+
+
+def options_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Case]]:
+    def cases() -> Iterator[Case]:
+        for kind, keys in OPTION_VALUES.items():
+            for key, values in keys.items():
+                for value in values:
+                    yield f"options {kind} {key}={value!r}", (
+                        lambda k=kind, o=key, v=value: _options_check(k, o, v))
+    return cases
+
+
 # ------------------------------------------------------------------------------ main
 
 def surfaces(workdir: str, rng: random.Random) -> dict[str, Callable[[], Iterator[Case]]]:
@@ -636,7 +761,8 @@ def surfaces(workdir: str, rng: random.Random) -> dict[str, Callable[[], Iterato
             "collective": collective_cases(workdir, rng),
             "setpaths": setpaths_cases(workdir, rng), "yamltypes": yamltypes_cases(workdir, rng),
             "unknown": unknown_cases(workdir, rng), "service": service_cases(workdir, rng),
-            "offload": offload_cases(workdir, rng)}
+            "offload": offload_cases(workdir, rng), "combos": combos_cases(workdir, rng),
+            "options": options_cases(workdir, rng)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,21 +15,31 @@ collective every step cannot run it:
   the gradient all-reduce or reduce-scatter (collfab61 checked it only without cp or HSDP);
 - HSDP's replica group ``dp_rep`` = ``span(dp_replicate, tp * shard_ranks)``: the all-reduce of
   each shard's gradient across replicas (``sharded_passes.grad_reduce``'s ``_replicas`` op);
-- the expert tensor-parallel group ``span(etp, 1)``: its all-gather / reduce-scatter
-  (``workload.moe_block``), and the expert data-parallel group ``span(edp, etp * ep)``: the
-  expert gradients' reduction.
+- the expert-parallel group ``span(ep, moe_dispatch.ep_stride)``: the allgather dispatcher's
+  all-gather of every token, the all-to-all dispatcher's of the routing counts
+  (``gathers_over_ep``); the expert tensor-parallel group ``span(etp, 1)``:
+  its all-gather / reduce-scatter (``workload.moe_block``); and the expert data-parallel group
+  ``span(edp, etp * ep)``: the expert gradients' reduction;
+- the tied embedding's two stages (``span(2, tp * cp * dp * (pp - 1))``, ``pricing``'s
+  ``embd``): its gradient all-reduce (``optimizer_tasks``).
 
-A group is refused only where the algorithm can run none of the kinds it may price there, so
-nothing the pricer takes is refused; a group whose shape lets the algorithm run one of them
-(tree across nodes: all_reduce only) is left to the pricer, which knows the kind. The
-expert-parallel group's all-to-alls and the context-parallel ring's sends are point-to-point,
-which NCCL_ALGO does not bind. The message is the pricer's own, from the same call."""
+A group is refused where the algorithm can run none of the kinds listed for it: the one kind
+each gradient reduction runs (all-reduce unsharded or under ZeRO-1's whole-gradient
+reduction, else reduce-scatter), and for the tensor-parallel and expert tensor-parallel groups
+any of those their layers price, so nothing the pricer takes is refused (a group whose shape
+lets the algorithm run one of them, tree across nodes under sequence parallelism, is left to
+the pricer, which knows the kind; ``tests/test_robust62.py`` holds the grid). The
+all-to-alls of the expert-parallel group and the context-parallel ring's sends are
+point-to-point, which NCCL_ALGO does not bind. The message is the pricer's own, from the same
+call."""
 
 from __future__ import annotations
 
 from trainsim.config import RunConfig
 from trainsim.errors import ConfigError
 from trainsim.network import network_for
+from trainsim.workload.moe_block import titan_style
+from trainsim.workload.moe_dispatch import ep_stride
 from trainsim.workload.sharding_grads import zero3_grad_collective
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
@@ -61,9 +71,24 @@ def _groups(cfg: RunConfig) -> list[tuple[int, int, tuple[str, ...]]]:
     if cfg.model.tied_embeddings and p.pp > 1:  # the first and last stages' embedding gradient
         groups.append((2, p.tp * p.cp * cfg.dp * (p.pp - 1), ("all_reduce",)))
     if cfg.model.is_moe:
+        if gathers_over_ep(cfg):
+            groups.append((p.ep, ep_stride(cfg), ("all_gather",)))
         groups.append((p.etp, 1, GATHERS))
         groups.append((cfg.edp, p.etp * p.ep, grads))
     return groups
+
+
+def gathers_over_ep(cfg: RunConfig) -> bool:
+    """Whether every MoE layer all-gathers over the expert-parallel group: the allgather
+    dispatcher's tokens (``moe.dispatch_all_gather``), or the all-to-all dispatcher's routing
+    counts before its exchange (``moe_dispatch.split_sizes_gather``: dropless or unpadded, not
+    torchtitan's own MoE layer, whose counts go by all-to-all)."""
+    p, m = cfg.parallel, cfg.model
+    if p.ep <= 1:
+        return False
+    return p.moe_token_dispatcher_type == "allgather" or (
+        p.moe_token_dispatcher_type == "alltoall" and not m.moe_padded_to_capacity
+        and not titan_style(cfg))
 
 
 def forced_algo_problem(cfg: RunConfig) -> str | None:

@@ -122,6 +122,16 @@ def check_tokens(cfg: RunConfig, tokens: float, name: str = "tokens") -> None:
     check_run_tokens(cfg.training, tokens, name)
 
 
+def check_window(days: float | None, iteration_time_s: float) -> None:
+    """Refuse a ``--days`` window shorter than one iteration, as tokens below one global batch
+    (:func:`check_tokens`): no step of the run ends in it. The service's job check calls it
+    where a lower bound of the iteration already exceeds the window (robust62)."""
+    if days is not None and days * DAY_S < iteration_time_s:
+        raise ConfigError(f"days={days:g} (--days) is a window of {days * DAY_S:.3g} s, shorter "
+                          f"than one iteration ({iteration_time_s:.3g} s): no step of the run "
+                          "ends in it; give a window of at least one iteration")
+
+
 def check_rounds(cfg: RunConfig, rel: ReliabilityConfig, *, tokens: float | None,
                  days: float | None, iteration_time_s: float, trials: int, sweep: bool = False,
                  sweep_trials: int | None = None) -> None:
@@ -250,10 +260,7 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
         iteration_time_s = simulate(cfg).iteration_time_s
     ideal = None if tokens is None else _work_s(cfg, tokens, iteration_time_s)
     horizon = days * DAY_S if days is not None else None
-    if horizon is not None and horizon < iteration_time_s:  # as tokens below one global batch
-        raise ConfigError(f"days={days:g} (--days) is a window of {horizon:.3g} s, shorter than "
-                          f"one iteration ({iteration_time_s:.3g} s): no step of the run ends "
-                          "in it; give a window of at least one iteration")
+    check_window(days, iteration_time_s)
     plan, ck = build_plan(cfg, rel)
     asked = rel.checkpoint.interval_s
     if asked is not None and asked < iteration_time_s:

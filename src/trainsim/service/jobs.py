@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,9 @@ def _sweep_points_refused(raw: dict[str, Any], vs: list[Any], sets: list[str]) -
     first = None
     for point in sweep_points(vs):
         try:
-            cfg = run_config_from_dict(apply_overrides(base, point))
+            with warnings.catch_warnings():  # said by the run, with its result
+                warnings.simplefilter("ignore")
+                cfg = run_config_from_dict(apply_overrides(base, point))
         except TrainsimError as exc:
             first = first or str(exc)
             continue
@@ -167,7 +170,8 @@ def _goodput(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: P
     if tokens is None and days is None and cfg.training.train_tokens is None:
         raise RequestError("options.tokens", "options.tokens: give the run's tokens (or "
                            "options.days, or the config's training.train_tokens)")
-    name = "options.tokens" if tokens is not None else "config.training.train_tokens"
+    name = "options.tokens" if tokens is not None else "options.days" if days is not None \
+        else "config.training.train_tokens"  # (a window of days: the run's tokens unread)
     if not run:
         _goodput_bounded(cfg, rel, tokens, days, trials, sweep or want_plot, name)
         return None
@@ -196,16 +200,22 @@ def _goodput_bounded(cfg: Any, rel: Any, tokens: float | None, days: float | Non
     fuzz11); a schedule it does not bound is left to the run."""
     from trainsim.bound import lower_bound_s
     from trainsim.limits import WorkLimitError
-    from trainsim.reliability.goodput import check_rounds, check_tokens
+    from trainsim.reliability.goodput import DAY_S, check_rounds, check_tokens, check_window
 
     tokens = tokens if tokens is not None or days is not None else cfg.training.train_tokens
-    if tokens is None:
+    if tokens is None and days is None:
         return
-    try:
-        check_tokens(cfg, tokens, name)
-    except TrainsimError as exc:
-        raise RequestError(name, str(exc)) from None
+    if tokens is not None:
+        try:
+            check_tokens(cfg, tokens, name)
+        except TrainsimError as exc:
+            raise RequestError(name, str(exc)) from None
     bound_s = lower_bound_s(cfg)
+    if days is not None and days * DAY_S < bound_s:  # robust62: a window shorter than one
+        from trainsim.simulator import simulate  # iteration was queued, then refused: the
+        # run's words quote the iteration itself, simulated only where it refuses for certain
+
+        check_window(days, simulate(cfg).iteration_time_s)
     if bound_s > 0:
         try:
             check_rounds(cfg, rel, tokens=tokens, days=days, iteration_time_s=bound_s,
