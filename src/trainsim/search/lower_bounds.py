@@ -269,11 +269,13 @@ class Bounds:
             return cheap
         try:
             hit = self._refined[key] = max(cheap, REFINED_SAFETY * self._pipeline_bound(c))
-        except TrainsimError:  # the candidate's own refusal (a forced nccl_algo its groups
-            raise  # cannot run, robust62), which its simulation gives too: no repr'd warning
         except Exception as exc:  # noqa: BLE001 - an internal API changed: keep the FLOP bound
             self.failed = repr(exc)
-            log.warning("search: refined bound unavailable (%r); using the FLOP bound", exc)
+            # a candidate's own refusal (robust62: a forced nccl_algo a group of it cannot run
+            # for the kind it prices) is its simulation's too, said there in one line: not a
+            # second line quoting the exception's repr
+            say = log.debug if isinstance(exc, TrainsimError) else log.warning
+            say("search: refined bound unavailable (%r); using the FLOP bound", exc)
             return cheap
         return hit
 
