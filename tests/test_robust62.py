@@ -270,6 +270,27 @@ def test_control_the_service_queues_a_window_of_one_day():
     assert _goodput(days=1) is None
 
 
+# ------------------------------------------ activation CPU offloading where the trainer has none
+
+def _offload(framework):
+    raw = _raw({"num_layers": 8}, {"cpu_offloading_num_layers": 2}, gpus=8)
+    raw["training"]["framework"] = framework
+    return raw
+
+
+def test_torchtitan_has_no_activation_cpu_offloading():
+    """robust61 lead 2: taken under torchtitan and priced as Megatron-core's offload; its
+    trainer has none (only FSDP2's parameter offload; experiments/graph_trainer's pass aside)."""
+    with pytest.raises(ConfigError) as exc:
+        _cfg(_offload("torchtitan"))
+    assert str(exc.value).startswith("parallel.cpu_offloading_num_layers=2 but torchtitan ")
+    assert "has no activation CPU offloading" in str(exc.value)
+
+
+def test_control_megatron_core_offloads():
+    assert _cfg(_offload("megatron-core")).parallel.cpu_offloading_num_layers == 2
+
+
 # ------------------------------------------ the round
 
 @pytest.mark.slow
