@@ -55,6 +55,12 @@ GROUPS = {  # name: (model, parallel, gpus, gpus a node, algorithm, the group's 
     "expert dp": (PADDED, {"ep": 8}, 16, 8, "nvls_tree", "(2 ranks, 1 per node)"),
     "tied embedding": ({"tied_embeddings": True}, {"pp": 2}, 16, 4, "nvls_tree",
                        "(2 ranks, 1 per node)"),
+    # collfab61 lead 1 (a kind one group cannot run beside one it can): sequence parallelism's
+    # all-gather over two nodes under tree; the vocab-parallel loss's all-reduce under PAT
+    "sequence-parallel gather": ({}, {"tp": 2, "sequence_parallel": True}, 4, 1, "tree",
+                                 "cannot run all_gather on this group (2 ranks, 1 per node)"),
+    "loss all-reduce": ({}, {"tp": 2}, 4, 1, "pat",
+                        "cannot run all_reduce on this group (2 ranks, 1 per node)"),
 }
 
 

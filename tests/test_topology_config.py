@@ -133,8 +133,8 @@ def test_a_bad_name_is_one_line_naming_the_choices():
                               "known: rail-optimized, spine-leaf, nvl72, torus")
     result = CliRunner().invoke(main, ["collective", "--topology", "dragonfly"])
     assert result.exit_code == 2
-    assert result.stderr.strip().splitlines() == [
-        ("error: cluster.topology='dragonfly' is unknown; known: rail-optimized, spine-leaf, "
+    assert result.stderr.strip().splitlines() == [  # robust62: named as the option typed
+        ("error: --topology='dragonfly' is unknown; known: rail-optimized, spine-leaf, "
          "nvl72, torus")]
 
 

@@ -10,7 +10,8 @@ job and failed it later. Here the run's groups are placed as the pricer places t
 (``pricing.Pricer.spans``) and a forced algorithm is refused where a group that prices a
 collective every step cannot run it:
 
-- the tensor-parallel group ``span(tp, 1)``: its all-reduce or all-gather / reduce-scatter;
+- the tensor-parallel group ``span(tp, 1)``: the vocab-parallel loss's all-reduce and, under
+  sequence parallelism, each layer's all-gather (robust62: collfab61 checked any of three);
 - the gradient group ``dp_cp`` = ``span(shard_ranks, tp)`` (dp x cp, one HSDP replica's share):
   the gradient all-reduce or reduce-scatter (collfab61 checked it only without cp or HSDP);
 - HSDP's replica group ``dp_rep`` = ``span(dp_replicate, tp * shard_ranks)``: the all-reduce of
@@ -23,12 +24,11 @@ collective every step cannot run it:
 - the tied embedding's two stages (``span(2, tp * cp * dp * (pp - 1))``, ``pricing``'s
   ``embd``): its gradient all-reduce (``optimizer_tasks``).
 
-A group is refused where the algorithm can run none of the kinds listed for it: the one kind
-each gradient reduction runs (all-reduce unsharded or under ZeRO-1's whole-gradient
-reduction, else reduce-scatter), and for the tensor-parallel and expert tensor-parallel groups
-any of those their layers price, so nothing the pricer takes is refused (a group whose shape
-lets the algorithm run one of them, tree across nodes under sequence parallelism, is left to
-the pricer, which knows the kind; ``tests/test_robust62.py`` holds the grid). The
+A group is refused where the algorithm cannot run a kind the group prices every step (for the
+expert tensor-parallel group: neither of its two), so nothing the pricer takes is refused
+(``tests/test_robust62.py`` holds a grid of the controls). What some runs price and others
+do not (a sharded optimizer's parameter all-gather, the broadcasts of some engines, a
+gradient-norm all-reduce) is left to the pricer, which knows the run. The
 all-to-alls of the expert-parallel group and the context-parallel ring's sends are
 point-to-point, which NCCL_ALGO does not bind. The message is the pricer's own, from the same
 call."""
@@ -42,17 +42,18 @@ from trainsim.workload.moe_block import titan_style
 from trainsim.workload.moe_dispatch import ep_stride
 from trainsim.workload.sharding_grads import zero3_grad_collective
 
-KINDS = ("all_reduce", "all_gather", "reduce_scatter")
-"""The collectives NCCL_ALGO picks an algorithm for that tensor and data parallelism run."""
-SHARDED = ("all_gather", "reduce_scatter", "all_reduce")
-"""The same, in the order a sharded group meets them (sequence parallelism's all-gather first;
-a sharded optimizer's parameter all-gather), so the refusal names the kind the pricer names."""
 GATHERS = ("all_gather", "reduce_scatter")
 """Expert tensor parallelism's collectives (``moe.etp_all_gather`` / ``etp_reduce_scatter``)."""
 
 
-def _groups(cfg: RunConfig) -> list[tuple[int, int, tuple[str, ...]]]:
-    """(size, stride, kinds in the order the pricer meets them) of each group checked."""
+Need = tuple[tuple[str, ...], ...]
+"""What a group prices every step: kind sets, each set's kinds alternatives (the group prices
+one of them), every set needed."""
+
+
+def _groups(cfg: RunConfig) -> list[tuple[int, int, Need]]:
+    """(size, stride, what the group prices: ``Need``, in the order the pricer meets it) of
+    each group checked."""
     p, zero = cfg.parallel, cfg.parallel.effective_zero_stage
     whole = zero == 1 and p.zero1_grad_reduce == "all_reduce"
     # the gradient reduction's one kind (``optimizer_tasks``: all-reduce unsharded or under
@@ -60,20 +61,24 @@ def _groups(cfg: RunConfig) -> list[tuple[int, int, tuple[str, ...]]]:
     # ``sharding_grads.zero3_grad_collective``)
     reduce = "all_reduce" if zero == 0 or whole or (
         zero == 3 and zero3_grad_collective(cfg) == "all_reduce") else "reduce_scatter"
-    grads = (reduce,)
-    groups = [(p.tp, 1, SHARDED if p.sequence_parallel else KINDS)]
+    grads: Need = ((reduce,),)
+    # tensor parallelism: the vocab-parallel loss's all-reduce of each token's max, sum and
+    # target logit (``workload.head``, tp > 1), after sequence parallelism's all-gather of
+    # each layer's input (``workload.layers``)
+    tp: Need = (("all_gather",), ("all_reduce",)) if p.sequence_parallel else (("all_reduce",),)
+    groups = [(p.tp, 1, tp)]
     if p.dp_replicate > 1 and whole:  # InternEvo's zero1: the whole gradient over every dp rank
-        groups.append((cfg.dp, p.tp * p.cp, ("all_reduce",)))
+        groups.append((cfg.dp, p.tp * p.cp, (("all_reduce",),)))
     else:
         groups.append((cfg.shard_ranks, p.tp, grads))
         if p.dp_replicate > 1:  # each shard's gradient all-reduced over the replicas
-            groups.append((p.dp_replicate, p.tp * cfg.shard_ranks, ("all_reduce",)))
+            groups.append((p.dp_replicate, p.tp * cfg.shard_ranks, (("all_reduce",),)))
     if cfg.model.tied_embeddings and p.pp > 1:  # the first and last stages' embedding gradient
-        groups.append((2, p.tp * p.cp * cfg.dp * (p.pp - 1), ("all_reduce",)))
+        groups.append((2, p.tp * p.cp * cfg.dp * (p.pp - 1), (("all_reduce",),)))
     if cfg.model.is_moe:
         if gathers_over_ep(cfg):
-            groups.append((p.ep, ep_stride(cfg), ("all_gather",)))
-        groups.append((p.etp, 1, GATHERS))
+            groups.append((p.ep, ep_stride(cfg), (("all_gather",),)))
+        groups.append((p.etp, 1, (GATHERS,)))
         groups.append((cfg.edp, p.etp * p.ep, grads))
     return groups
 
@@ -98,19 +103,20 @@ def forced_algo_problem(cfg: RunConfig) -> str | None:
     if str(c.nccl_algo).strip().lower() in ("auto", "ring") or c.network_backend == "flow":
         return None  # ring runs every kind on every group; flow takes ring only (fabric_rules)
     net = network_for(c)
-    for size, stride, kinds in _groups(cfg):
+    for size, stride, need in _groups(cfg):
         if size <= 1:
             continue
         span = net.span(size, stride)
-        first: str | None = None
-        for kind in kinds:
-            try:
-                net.collective(kind, 1.0, span)
-            except ConfigError as exc:
-                first = first or str(exc)
-                continue
-            first = None
-            break
-        if first is not None:
-            return first
+        for kinds in need:
+            first: str | None = None
+            for kind in kinds:
+                try:
+                    net.collective(kind, 1.0, span)
+                except ConfigError as exc:
+                    first = first or str(exc)
+                    continue
+                first = None
+                break
+            if first is not None:
+                return first
     return None
