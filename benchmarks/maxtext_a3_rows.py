@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mirror_rows
 
 HEADER = mirror_rows.v2_header(nic_gbps_per_gpu=["gpus_per_nic", "fabric"],
-                               distributed_optimizer=["dp_replicate"],
+                               distributed_optimizer=["dp_replicate", "all_reduce_combine_bytes"],
                                recompute_modules=["remat_policy"],
                                note=["attention_dropout", "hidden_dropout"])
 MT_DIR, MT = "AI-Hypercomputer+maxtext", "AI-Hypercomputer/maxtext"
@@ -27,6 +27,8 @@ COMMIT = "efb6d9e4a"
 DIR = "MaxText/configs/a3/llama_2_7b"
 TABLE = {1: (24, 492), 2: (25, 422), 4: (26, 407), 8: (27, 409), 16: (28, 375)}
 """VMs -> (README line, TFLOP/sec/chip)."""
+COMBINE = {1: 134217728, 2: 67108864, 4: 536870912, 8: 1073741824, 16: 1073741824}
+"""VMs -> the script's --xla_gpu_all_reduce_combine_threshold_bytes."""
 BS, SEQ = 4, 4096  # per_device_batch_size, max_target_length (every script)
 # MaxText llama2-7b (configs/models/llama2-7b.yml): emb 4096, 32 heads of 128, MLP 11008 (SwiGLU:
 # wi_0, wi_1, wo), 32 layers, vocab 32000, logits_via_embedding False (untied)
@@ -62,8 +64,9 @@ def rows() -> list[dict[str, object]]:
             fabric="tcpx", tp=1,
             pp=1, cp=1, ep=1, vpp=1, sequence_parallel=0, recompute="selective",
             remat_policy="minimal_flash", zero_stage=3, dp_replicate=vms,
+            all_reduce_combine_bytes=COMBINE[vms],
             global_batch_size=BS * gpus, micro_batch_size=BS, dtype="bf16",
-            options="onehot_embedding", framework="maxtext", framework_version="2024-04-09",
+            options="onehot_embedding;unscanned_layers", framework="maxtext", framework_version="2024-04-09",
             attention="cudnn", attention_dropout=0, hidden_dropout=0, measured_iteration_s=step,
             source=(f"{MT} {DIR}/README.md @ {COMMIT} (2024-04-09, 'Add README for llama2-7B'; "
                     "the same table at HEAD e591f30c, src/maxtext/configs/gpu/a3/llama_2_7b/), "
@@ -86,7 +89,11 @@ def rows() -> list[dict[str, object]]:
                   "kept and the RMS norms, the residual add between them, RoPE, the cuDNN "
                   "attention and the SwiGLU product re-run, the MLP's output projection not: "
                   "jax.checkpoint DCE; workload.remat_policy; column remat_policy, as "
-                  "training_jaxtoolbox's MaxText row); scan_layers=false; use_iota_embed=true "
+                  "training_jaxtoolbox's MaxText row); scan_layers=false (a module per layer, "
+                  "no layer loop: option unscanned_layers, whose data-axis gradient all-reduces "
+                  "XLA's combiner joins in sorted parameter-name order, workload.xla_combine) "
+                  f"with --xla_gpu_all_reduce_combine_threshold_bytes={COMBINE[vms]} (the "
+                  "script's XLA_FLAGS: column all_reduce_combine_bytes); use_iota_embed=true "
                   "(the token lookup a one-hot "
                   "dot: option onehot_embedding); dtype bfloat16, weight_dtype float32, adamw; "
                   "logits_dot_in_fp32 True (base.yml default at the commit: the logits GEMM in "
@@ -121,7 +128,8 @@ def check() -> list[str]:
             f"per_device_batch_size={BS} ", f"max_target_length={SEQ} ", "model_name=llama2-7b",
             "attention=cudnn_flash_te", "remat_policy=minimal_flash", "use_iota_embed=true",
             "scan_layers=false", "dataset_type=synthetic", "export NVTE_FUSED_ATTN=1",
-            "--xla_gpu_enable_latency_hiding_scheduler=true") if p not in script]
+            "--xla_gpu_enable_latency_hiding_scheduler=true",
+            f"--xla_gpu_all_reduce_combine_threshold_bytes={COMBINE[vms]} ") if p not in script]
         bad += [f"{vms}vm.sh sets {p!r}" for p in ("logits_dot_in_fp32", "quantization",
                                                     "gradient_accumulation") if p in script]
     model = mirror_rows.show(MT_DIR, COMMIT, "MaxText/configs/models/llama2-7b.yml")
@@ -142,6 +150,8 @@ def check() -> list[str]:
         'dtype: "bfloat16"', "weight_dtype: float32", "logits_dot_in_fp32: True",
         'opt_type: "adamw"', "dropout_rate: 0") if p not in base]
     models = mirror_rows.show(MT_DIR, COMMIT, "MaxText/layers/models.py")
+    if "name=f'layers_{lyr}'" not in models:
+        bad.append("models.py: the unscanned layers are not named layers_{lyr}")
     policy = models.split("cfg.remat_policy == 'minimal_flash':", 1)[-1][:260]
     if not all(p in policy for p in ("checkpoint_dots_with_no_batch_dims",
                                      "save_only_these_names('context',)")):

@@ -61,10 +61,13 @@ def test_steps_are_maxtexts_tflop_over_the_published_rate():
 
 def test_one_vm_is_close_and_the_network_rows_are_where_the_miss_is():
     """Where the misses sit (a bound, not a fit): one VM (no network) within 10 %, as the
-    JAX-Toolbox MaxText row at half the batch (-5.4 %); each multi-VM row at least 8 points
-    further below it: the cross-VM gradient reduction over GPUDirect-TCPX costs more than
-    priced."""
+    JAX-Toolbox MaxText row at half the batch (-5.4 %); 4-16 VMs, whose scripts combine the
+    data-axis all-reduces up to 512 MiB / 1 GiB in sorted-name order (so every group waits for an
+    early layer: the reduction after the backward, ``workload.xla_combine``), within 10 %; 2 VMs
+    (64 MiB groups, about a layer each, hidden under the backward) still at least 8 points
+    below one VM: its cross-VM cost is not that."""
     errs = _errors()
     one = errs["maxtext-a3-llama2-7b-bf16-h100-8"]
     assert abs(one) < 0.10
-    assert all(e < one - 0.08 for k, e in errs.items() if not k.endswith("-h100-8"))
+    assert all(abs(e) < 0.10 for k, e in errs.items() if k.endswith(("-32", "-64", "-128")))
+    assert errs["maxtext-a3-llama2-7b-bf16-h100-16"] < one - 0.08

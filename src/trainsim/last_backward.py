@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from trainsim.chunks import concat
 from trainsim.pricing import COMPUTE, DP, Priced, interned
 from trainsim.sharded_passes import GATHER_WAIT, grad_reduce, on_gather_links
+from trainsim.workload import xla_combine
 from trainsim.workload.ddp_buckets import bucket_ready
 from trainsim.workload.sharding import (
     bucket_copy_in,
@@ -72,7 +73,8 @@ class SplitBackwardTasks:
                 label: str, cat: str = COMPUTE) -> int: ...
 
         def collective(self, s: int, name: str, kind: str, size: float, group: str,
-                       deps: list[int], label: str, count: int = 1) -> tuple[int, int]: ...
+                       deps: list[int], label: str, count: int = 1,
+                       replicas: bool = True) -> tuple[int, int]: ...
 
         def comm(self, s: int, name: str, kind: str, size: float, group: str, deps: list[int],
                  label: str, count: int = 1) -> int: ...
@@ -123,9 +125,13 @@ class SplitBackwardTasks:
         if self.side_s[s]:  # FSDP1's casts, DeepSpeed's bucket copies: the reduce's stream
             after = self.add((s, "dp"), self.side_s[s] / n, [after], f"grad prep mb{mb}")
         suffix = f" part{k}" if n > 1 else ""
+        combined = self._combined_replicas(v, n)
         for op, group, label, links in self._reductions(s, v, k, n):
             own, i = self.collective(s, op.name, op.kind, op.bytes, group, [after],
-                                     f"{label}mb{mb}{suffix}")
+                                     f"{label}mb{mb}{suffix}",
+                                     replicas=combined is None or group != "dp_cp")
+            if combined is not None and group == "dp_cp":
+                i = self._combine(mb, s, k, own, combined[k], op.name) or own
             self.fsdp_reduce[s].append(i)
             # the next gathers queue behind the reductions on their links: the sharding
             # group's (its one stream), the experts' or HSDP's replicas' (the collective's
@@ -134,6 +140,35 @@ class SplitBackwardTasks:
                 self.link_tail[s] = own
                 if i != own and on_gather_links(self.pricer, "dp_rep"):
                     self.link_tail[s] = i
+
+    def _combined_replicas(self, v: int, n: int) -> list[list[float]] | None:
+        """Per part of virtual stage ``v``'s split backward (``n`` parts, a layer each), the
+        bytes of the combined HSDP replica all-reduces its backward completes
+        (``workload.xla_combine``); None where XLA's combiner does not join them across layers
+        (a scanned stack, no replicas) or the parts are not one layer each."""
+        key = ("combined_replicas", v, n)
+        if key not in self._memo:
+            hit = None
+            ranges = self.cfg.virtual_stage_layers()
+            if xla_combine.applies(self.cfg) and n == len(ranges[v]):
+                hit = xla_combine.combined_replica_reduces(
+                    self.cfg, list(ranges[v])[::-1], v == 0, v == len(ranges) - 1,
+                    self.fsdp_grad_bytes["dp_cp"])
+            self._memo[key] = hit
+        return self._memo[key]
+
+    def _combine(self, mb: int, s: int, k: int, own: int, ready: list[float],
+                 name: str) -> int | None:
+        """The combined replica all-reduces of ``ready`` (bytes), each a group of the combiner
+        whose last member is part ``k``'s reduce-scatter ``own``: they start after it (the
+        earlier members' reduce-scatters ran before it on the sharding group's one stream), one
+        after another on the replicas' stream. The id of the last, or None."""
+        last = None
+        for size in ready:
+            last = self.collective(s, f"{name}_replicas", "all_reduce", size, "dp_rep", [own],
+                                   f"XLA combined HSDP all-reduce mb{mb} part{k} over "
+                                   f"{self.p.dp_replicate} replicas")[1]
+        return last
 
     def _reductions(self, s: int, v: int, k: int, n: int) -> list[tuple]:
         """What :meth:`_reduce_scatter` issues for part ``k`` of ``n`` of virtual stage ``v``

@@ -246,9 +246,11 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
         return self.collective(s, name, kind, size, group, deps, label, count)[1]
 
     def collective(self, s: int, name: str, kind: str, size: float, group: str,
-                   deps: list[int], label: str, count: int = 1) -> tuple[int, int]:
+                   deps: list[int], label: str, count: int = 1,
+                   replicas: bool = True) -> tuple[int, int]:
         """:meth:`comm`'s tasks: (the collective's own id, the id of its last task, which is
-        HSDP's all-reduce over the replicas after a reduce-scatter over the sharding group)."""
+        HSDP's all-reduce over the replicas after a reduce-scatter over the sharding group;
+        not ``replicas``: the caller places that all-reduce, ``workload.xla_combine``)."""
         key = (name, kind, size, group, count)  # priced once per graph (ZeRO-3: per backward)
         t = self._comms.get(key)
         if t is None:
@@ -256,7 +258,7 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
                 Comm(name, kind, size / count, group))  # type: ignore[arg-type]
         i = self.add((s, self.reduce_stream(group)), t, deps, label, DP)
         self.collectives[i] = ((Comm(name, kind, size / count, group), count),)  # type: ignore
-        if not has_replica_reduce(kind, group, self.p.dp_replicate):
+        if not replicas or not has_replica_reduce(kind, group, self.p.dp_replicate):
             return i, i  # no HSDP replica all-reduce follows
         replicas = replica_reduce(self.cfg, Comm(name, kind, size, group))  # type: ignore[arg-type]
         if replicas is None:

@@ -185,8 +185,16 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     """Fill missing fields of the raw ``parallel`` and ``training`` sections in place from
     ``training.framework``'s profile; raise where a given setting contradicts it."""
     grad_reduce_field(training)
+    if _given(parallel.get("all_reduce_combine_bytes")) and \
+            not truthy(training.get("unscanned_layers")):
+        raise ConfigError("parallel.all_reduce_combine_bytes needs training.unscanned_layers "
+                          "(a scanned stack's replica all-reduces combine within the loop "
+                          "body, one a layer, as priced without it)")
     name = training.get("framework")
     if not _given(name):
+        if truthy(training.get("unscanned_layers")):
+            raise ConfigError("training.unscanned_layers=true needs training.framework (whose "
+                              "profile reads an unscanned layer stack: maxtext)")
         if truthy(training.get("xla_layers")):
             raise ConfigError("training.xla_layers=true needs training.framework (whose profile "
                               "has layers of its own beside Transformer Engine's: paxml)")
@@ -217,6 +225,11 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                           "DistributedFusedAdam (profile feature apex_distributed_adam), whose "
                           "``dtype`` it is; Megatron-core takes exp_avg_dtype / exp_avg_sq_dtype "
                           "with use_precision_aware_optimizer")
+    if truthy(training.get("unscanned_layers")) and \
+            profile.supports("unscanned_layers") is not True:
+        raise ConfigError(f"training.unscanned_layers=true but {where} has no unscanned layer "
+                          "stack read (profile feature unscanned_layers: MaxText "
+                          "scan_layers=false); leave it unset")
     if truthy(training.get("xla_layers")) and profile.supports("xla_layers") is not True:
         raise ConfigError(f"training.xla_layers=true but {where} has no layers of its own in "
                           "place of Transformer Engine's to run (profile feature xla_layers: "

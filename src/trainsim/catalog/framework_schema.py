@@ -290,6 +290,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # Engine's (training.xla_layers: Paxml ENABLE_TE=0, Praxis's DotProductAttention with its
     # fp32 softmax as XLA fusions, workload.xla_layers); not true: the option is refused
     "xla_layers": _nullable(_bool),
+    # a run may state its decoder layers as separate parameters, not one scanned stack
+    # (training.unscanned_layers: MaxText scan_layers=false), whose HSDP replica all-reduces
+    # XLA's combiner joins in sorted-name order (workload.xla_combine); not true: refused
+    "unscanned_layers": _nullable(_bool),
     # context parallelism is torch.distributed.tensor.experimental's context_parallel: one SDPA
     # per ring step, outputs merged by log-sum-exp in fp32, fp32 dK/dV passed around the ring
     "cp_sdpa_ring": _nullable(_bool),
@@ -528,7 +532,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "looped_bfs_schedule", "embedding_wgra
     "loss_parallel", "pipelining_buffers",
     "separate_qkv", "zero3_avg_scatter_grads", "zero3_persistent_regather", "params_16bit",
     "sdpa_repeat_kv",
-    "unfused_repeat_kv", "softmax_fp32_saved", "xla_layers", "cp_sdpa_ring", "cp_te_ring",
+    "unfused_repeat_kv", "softmax_fp32_saved", "xla_layers", "unscanned_layers", "cp_sdpa_ring", "cp_te_ring",
     "sp_gathered_gemm_inputs", "te_version", "torch_interleaved_warmup", "microbatch_group_size",
     "per_tensor_optimizer", "optimizer_impl", "precision_aware_optimizer", "moe_graph_scopes", "full_iteration_graph", "flash_unpad", "train_metric_losses",
     "grad_reduce_bf16_flag",

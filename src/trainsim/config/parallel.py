@@ -219,6 +219,10 @@ class ParallelConfig:
     """Count the loss (output layer) as one layer when splitting layers evenly (Megatron-core)."""
     ddp_bucket_size: int | None = None
     """Parameters per gradient bucket; None = Megatron's max(40M, 1M * dp)."""
+    all_reduce_combine_bytes: int | None = None
+    """XLA's ``--xla_gpu_all_reduce_combine_threshold_bytes`` where the run's script sets it:
+    the largest all-reduce XLA's combiner makes of an unscanned stack's HSDP replica
+    all-reduces (``training.unscanned_layers``, ``workload.xla_combine``). None: XLA's default."""
     dp_max_ctas: int | None = None
     """NCCL channels (thread blocks) the data-parallel communicators (``dp`` and ``dp_cp``) may
     run, their ``ncclConfig_t.maxCTAs``: NeMo's ``nccl_communicator_config_path`` YAML sets it
@@ -312,6 +316,7 @@ class ParallelConfig:
                          vpp=self.virtual_pipeline_model_parallel_size,
                          microbatch_group_size_per_vp_stage=self.microbatch_group_size_per_vp_stage,
                          ddp_bucket_size=self.ddp_bucket_size, dp_replicate=self.dp_replicate,
+                         all_reduce_combine_bytes=self.all_reduce_combine_bytes,
                          dp_max_ctas=self.dp_max_ctas)
         self._check_layout()
         self._check_schedule()

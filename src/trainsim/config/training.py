@@ -183,6 +183,12 @@ class TrainingConfig:
     ``DotProductAttention``: a materialized attention's softmax in fp32 as XLA's reduction
     fusions, ``workload.xla_layers``). Only where the framework's profile has ``xla_layers``;
     the ``xla_layers`` option of a validation row."""
+    unscanned_layers: bool = False
+    """A JAX step whose decoder layers are separate parameters, not one stacked scan (MaxText
+    ``scan_layers=false``): no layer loop, so XLA's all-reduce combiner joins the HSDP replica
+    all-reduces of many layers, in the parameters' sorted-name order
+    (``workload.xla_combine``). Only where the framework's profile has ``unscanned_layers``;
+    the ``unscanned_layers`` option of a validation row."""
     sdpa_enable_gqa: bool = False
     """SDPA receives GQA's K and V heads as they are (``enable_gqa=True``, torch >= 2.5): the
     model copies nothing before it even where its framework profile's models repeat K and V

@@ -74,6 +74,8 @@ OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
                  "onehot_embedding": ("training", ("onehot_embedding",)),
                  # Praxis's own layers, not Transformer Engine's (Paxml ENABLE_TE=0)
                  "xla_layers": ("training", ("xla_layers",)),
+                 # the decoder layers as separate parameters (MaxText scan_layers=false)
+                 "unscanned_layers": ("training", ("unscanned_layers",)),
                  # Megatron-core's use_precision_aware_optimizer (TE FusedAdam keeps the master
                  # weights: int16 remainders of bf16 parameters, memory.state._master_bytes), as
                  # NeMo's performance scripts set it for bf16 runs (NVIDIA/NeMo@b4148d2169
@@ -114,6 +116,10 @@ COLUMN_FIELDS = {
     # DistributedDataParallelConfig.bucket_size; NeMo / MLPerf BUCKET_SIZE): an optional column
     # beyond format v2, empty or absent = the framework profile's default
     "ddp_bucket_size": ("parallel", "ddp_bucket_size"),
+    # XLA's --xla_gpu_all_reduce_combine_threshold_bytes where the run's script sets it (with
+    # the unscanned_layers option, workload.xla_combine): an optional column beyond format v2,
+    # empty or absent = XLA's default
+    "all_reduce_combine_bytes": ("parallel", "all_reduce_combine_bytes"),
     # the NICs' transport where the source states it (AWS p5: EFA): an optional column beyond
     # format v2, empty or absent = InfiniBand / RoCE (ClusterConfig.fabric)
     "fabric": ("cluster", "fabric"),
@@ -174,7 +180,7 @@ COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "gl
                  "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
                  "vocab_size", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
                  "recompute_num_layers", "ddp_bucket_size", "dp_replicate", "dp", "etp",
-                 "gpus_per_nic")
+                 "gpus_per_nic", "all_reduce_combine_bytes")
 """Columns holding a count or a size (whole numbers >= 1; empty where a column may be). ``dp``
 (beyond format v2: the README derives it as num_gpus / (tp*pp*cp)) is a check where a table
 states it: a row whose dp contradicts its other sizes fails, and an empty tp or pp is tuned
