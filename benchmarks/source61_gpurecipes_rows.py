@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mirror_rows
 
 HEADER = mirror_rows.v2_header(nic_gbps_per_gpu=["gpus_per_nic", "fabric", "nvls"],
-                               distributed_optimizer=["dp_replicate"],
+                               distributed_optimizer=["dp_replicate", "all_reduce_combine_bytes"],
                                recompute_modules=["remat_policy"],
                                note=["attention_dropout", "hidden_dropout"])
 GR_DIR, GR = "AI-Hypercomputer+gpu-recipes", "AI-Hypercomputer/gpu-recipes"
@@ -429,10 +429,25 @@ def _remat(c: dict) -> tuple[str, str, str]:
     return "selective", policy, f"remat_policy {policy}"
 
 
+def _combine_bytes(run: MaxTextRun) -> int | None:
+    """The chart's --xla_gpu_all_reduce_combine_threshold_bytes (its configmap's xla-flags, or
+    values.yaml's xlaFlags), else None."""
+    configmap = mirror_rows.show(GR_DIR, run.commit, run.chart.replace(
+        "maxtext-launcher-job.yaml", "maxtext-configmap.yaml"))
+    values = mirror_rows.show(GR_DIR, run.commit, f"{run.recipe}/values.yaml")
+    found = re.findall(r"--xla_gpu_all_reduce_combine_threshold_bytes=(\d+)", values) or \
+        re.findall(r"--xla_gpu_all_reduce_combine_threshold_bytes=(\d+)", configmap)
+    return int(found[0]) if found else None
+
+
 def maxtext_rows() -> list[dict[str, object]]:
     out = []
     for run in MAXTEXT_RUNS:
         c, p = _maxtext_config(run), run.platform
+        # scan_layers False: a module per layer, XLA's combiner joins the data-axis gradient
+        # all-reduces across layers (option unscanned_layers, workload.xla_combine)
+        unscanned = c.get("scan_layers") is False
+        combine = _combine_bytes(run) if unscanned else None
         mesh = _mesh(c, run.gpus)
         recompute, policy, remat_words = _remat(c)
         pdbs, seq = c["per_device_batch_size"], c["max_target_length"]
@@ -444,9 +459,11 @@ def maxtext_rows() -> list[dict[str, object]]:
             fabric=p.fabric, nvls=p.nvls, tp=mesh["tensor"], pp=mesh["pipeline"], cp=1,
             ep=mesh["expert"], vpp=1, sequence_parallel=0, recompute=recompute,
             remat_policy=policy, zero_stage=3, dp_replicate=mesh["data"],
+            all_reduce_combine_bytes=combine or "",
             global_batch_size=pdbs * run.gpus, micro_batch_size=pdbs, dtype=run.dtype,
             fp8_recipe="delayed" if run.dtype == "fp8" else "",
-            options="onehot_embedding" if c.get("use_iota_embed") else "",
+            options=";".join(["onehot_embedding"] * bool(c.get("use_iota_embed"))
+                             + ["unscanned_layers"] * unscanned),
             framework="maxtext", framework_version=run.version, attention="cudnn",
             moe_capacity_factor=c.get("capacity_factor", "") if moe else "",
             attention_dropout=0, hidden_dropout=0,
@@ -466,7 +483,11 @@ def maxtext_rows() -> list[dict[str, object]]:
                   "(zero_stage 3, dp_replicate); "
                   + remat_words + "; attention cudnn_flash_te with the chart's NVTE_FUSED_ATTN=1"
                   f": cudnn; use_iota_embed {c.get('use_iota_embed')} (onehot_embedding); "
-                  f"scan_layers {c.get('scan_layers', 'unset (base.yml default)')}; "
+                  f"scan_layers {c.get('scan_layers', 'unset (base.yml default)')}"
+                  + (" (a module per layer: option unscanned_layers, the data-axis gradient "
+                     "all-reduces joined by XLA's combiner in sorted parameter-name order up to "
+                     f"the chart's --xla_gpu_all_reduce_combine_threshold_bytes={combine}: "
+                     "column all_reduce_combine_bytes)" if unscanned else "") + "; "
                   f"quantization {c.get('quantization', 'none')}"
                   + (" (MaxText's fp8 dot_general, delayed amax scaling)"
                      if run.dtype == "fp8" else "")

@@ -137,3 +137,18 @@ ENTRY %main (p0: bf16[4], p1: bf16[4]) -> (bf16[4], bf16[4]) {
     rows = mod.data_axis_all_reduces(text, 8)
     assert [(k, layer) for k, layer, _ in rows] == [("bf16[4]", "layers_10"),
                                                    ("bf16[4]", "layers_2")]
+
+
+def test_a3_mega_row_states_its_charts_threshold():
+    """gpu-recipes' A3 Mega MaxText Llama2-7B (scan_layers false, data 32 x fsdp 8): its chart's
+    512 MiB threshold; combined, the replica all-reduces end later than each layer's alone."""
+    path = ROOT / "benchmarks" / "training_gpurecipes.csv"
+    with path.open(newline="") as fh:
+        row = next(r for r in csv.DictReader(fh) if r["id"].startswith("gpurecipes-a3mega-maxtext"))
+    assert "unscanned_layers" in row["options"].split(";")
+    assert row["all_reduce_combine_bytes"] == str(2**29)
+    cfg = row_config(row, predict_training_row(row).chosen)
+    plain = dataclasses.replace(
+        cfg, training=dataclasses.replace(cfg.training, unscanned_layers=False),
+        parallel=dataclasses.replace(cfg.parallel, all_reduce_combine_bytes=None))
+    assert trainsim.simulate(cfg).iteration_time_s > trainsim.simulate(plain).iteration_time_s
