@@ -30,6 +30,8 @@ import mirror_rows
 HEADER = mirror_rows.v2_header(nic_gbps_per_gpu=["gpus_per_nic", "fabric", "nvls"],
                                distributed_optimizer=["dp_replicate", "all_reduce_combine_bytes"],
                                recompute_modules=["remat_policy"],
+                               fp8_recipe=["fp8_param_gather", "defer_embedding_wgrad_compute",
+                                           "wgrad_deferral_limit"],
                                note=["attention_dropout", "hidden_dropout"])
 GR_DIR, GR = "AI-Hypercomputer+gpu-recipes", "AI-Hypercomputer/gpu-recipes"
 
@@ -182,6 +184,18 @@ def _cells(run: Run, m: dict) -> tuple[dict[str, object], list[str]]:
         "seq_length": m["encoder_seq_length"], "options": ";".join(options),
         "grad_reduce_dtype": opt.get("grad_sync_dtype") or "",
         "fp8_recipe": "delayed" if m.get("fp8") else "",
+        # fp8 weights, all-gathered as fp8: NeMo 1 builds the model under TE's fp8_model_init
+        # only with fp8 and fp8_params both set (NVIDIA/NeMo@db624485, 24.07's r2.0.0rc1,
+        # megatron_gpt_model.py L342; v2.2.0, 25.02's, L395 and L607 fp8_param_gather=
+        # cfg.get('fp8_params', False)); unset: False (a4nemo62)
+        "fp8_param_gather": int(bool(m.get("fp8") and m.get("fp8_params"))),
+        # Megatron-core's output-layer wgrad deferral: NeMo 1 hands every ModelParallelConfig
+        # field its config names to Megatron-core (v2.2.0 megatron_base_model.py L1220-1223),
+        # whose interleaved schedule drains the deferred GEMMs itself (core_v0.8.0
+        # pipeline_parallel/schedules.py L510-525); unset: the dataclass's False / 0 (a4nemo62)
+        "defer_embedding_wgrad_compute": int(bool(m.get("defer_embedding_wgrad_compute"))),
+        "wgrad_deferral_limit": (m.get("wgrad_deferral_limit") or 0)
+        if m.get("defer_embedding_wgrad_compute") else "",
         "moe_dispatcher": m.get("moe_token_dispatcher_type", "") if moe else "",
         "moe_capacity_factor": (m.get("moe_expert_capacity_factor") or "") if moe else "",
         "attention_dropout": m["attention_dropout"], "hidden_dropout": m["hidden_dropout"]}
@@ -199,7 +213,9 @@ def _cells(run: Run, m: dict) -> tuple[dict[str, object], list[str]]:
         f"{m.get('overlap_p2p_comm')}"),
         f"fp8 {m.get('fp8')}" + (", fp8_hybrid, amax history 1024 / max: TE delayed scaling"
                                   if m.get("fp8") else "")
-        + (f", fp8_params {m['fp8_params']} (no cell)" if "fp8_params" in m else "")
+        + (f", fp8_params {m['fp8_params']}" if "fp8_params" in m else ", fp8_params unset")
+        + (" (fp8_param_gather 1: fp8 weights, gathered as fp8)" if cells["fp8_param_gather"]
+           else " (fp8_param_gather 0)" if m.get("fp8") else " (no fp8: fp8_param_gather 0)")
         + (f", tp_only_amax_red {m['tp_only_amax_red']}" if "tp_only_amax_red" in m else "")
         + (f", reduce_amax {m['reduce_amax']}" if "reduce_amax" in m else ""),
         (f"use_flash_attention {m.get('use_flash_attention')} with no NVTE_FUSED_ATTN in the chart "
@@ -217,7 +233,8 @@ def _cells(run: Run, m: dict) -> tuple[dict[str, object], list[str]]:
             f"moe_expert_capacity_factor {m.get('moe_expert_capacity_factor')} with "
             f"moe_pad_expert_input_to_capacity {m.get('moe_pad_expert_input_to_capacity')}")
     if m.get("defer_embedding_wgrad_compute"):
-        words.append("defer_embedding_wgrad_compute True")
+        words.append("defer_embedding_wgrad_compute True, wgrad_deferral_limit "
+                     f"{m.get('wgrad_deferral_limit')} (cells)")
     return cells, words
 
 
