@@ -109,7 +109,7 @@ FILES = [
     # fp8amax61's tp_only_amax_red stated (3 rows): 8.3 %, -18.7 % (A4 70B); by VM:
     # test_source61_gpurecipes.py. a4nemo62 (NeMo rows state fp8_param_gather from fp8_params,
     # A3 Ultra 70B +0.63 -> +0.51 %; the 405B rows defer_embedding_wgrad_compute 1, limit 50):
-    # 8.26 %, max -18.7 %: test_a4nemo62.py
+    # 8.26 % (over jax62: 8.02 %), max -18.7 %: test_a4nemo62.py
     CheckFile("gpurecipes", 13, script="source61_gpurecipes_rows.py",
               mirrors=("AI-Hypercomputer+gpu-recipes",), mape=0.10, band=(-0.25, 0.12)),
     # source61 (first prediction through the no-profile path: llm.c has none): 6 rows MAPE 26.7 %,
