@@ -4,8 +4,8 @@ the quick-start guide's "You can expect to see the following performance metrics
 (docs/quick-start.md: SmolLM2-135M and Llama-3.2-1B on 8 V100 / A100 / H100, Llama-3.1-8B on 32
 H100) and the README's Mistral-7B benchmark (examples/mistral-4-node-benchmark.yaml on 32 H100).
 Each figure is taken at the commit that published it; the step time is the step's tokens over
-(tokens/s/GPU x GPUs). Fast-LLM has no profile here: the rows name it (``fast-llm``) and are
-predicted by the no-profile path. See training_fastllm.md.
+(tokens/s/GPU x GPUs). The rows name ``fast-llm``, the profile catalog/frameworks/fast-llm.yaml
+(source62; first predicted through the no-profile path). See training_fastllm.md.
 
     python benchmarks/source62_fastllm_rows.py > benchmarks/training_fastllm.csv
     python benchmarks/source62_fastllm_rows.py --check   # figures and configs vs the mirror
@@ -160,7 +160,7 @@ def rows() -> list[dict[str, object]]:
                    if fp16 else "training_dtype bf16, use_flash_attention yes (FlashAttention 2)")
                 + f"; the model: {run.model} from its Hugging Face config (pretrained format "
                 "llama), no recompute (no mlp_recompute_level), no dropout; the network between "
-                "nodes is not stated; Fast-LLM has no profile here (the no-profile path)")
+                "nodes is not stated; Fast-LLM's kernels and shards: the fast-llm profile")
         else:
             r["source"] = (f"{REPO} README.md @ {run.commit} ({run.date}, 'add README.md'): "
                            "'For training Mistral-7B, Fast-LLM is expected to achieve a throughput "
@@ -176,7 +176,7 @@ def rows() -> list[dict[str, object]]:
                 "triton_rotary, dropout 0 / 0, random data; FlashAttention by Fast-LLM's default; "
                 "the README's container: nvcr.io/nvidia/pytorch:24.07-py3; the network is not "
                 "stated; the README wrote 'expected to achieve' (docs/index.md @ ce52c35f later "
-                "wrote 10,350 for the same workload, not taken); Fast-LLM has no profile here")
+                "wrote 10,350 for the same workload, not taken); the fast-llm profile")
         out.append(r)
     return out
 

@@ -30,7 +30,8 @@ CSV_CANDIDATES = [ROOT / "src" / "trainsim" / "data" / "validation" / "training_
 EXPECTED = ["megatron-lm", "megatron-core", "megatron-deepspeed", "deepspeed", "nemo",
             "megatron-bridge", "mlperf-nemo", "megascale", "torchtitan", "llm-foundry",
             "automodel", "meta-llama3", "pytorch", "nanotron", "olmo-core", "internevo",
-            "maxtext", "paxml", "megatron-llama", "llm-c", "flash-attention"]
+            "maxtext", "paxml", "megatron-llama", "llm-c", "flash-attention",
+            "fast-llm"]
 
 
 def _raw(name: str) -> dict:
