@@ -19,9 +19,31 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fuzz_checks import BASES
 
 from trainsim.catalog import run_config_from_dict
-from trainsim.errors import TrainsimError
+from trainsim.errors import ConfigError, TrainsimError
 from trainsim.network.forced_algo import forced_algo_problem
 from trainsim.simulator import _simulate
+
+
+def refusals(cfg, catch: type[Exception] = TrainsimError) -> tuple[str | None, str | None]:
+    """``cfg``'s up-front refusal of its forced algorithm (``network.forced_algo``) and the
+    pricer's (``simulator._simulate``, which skips the up-front check; ``catch``: the errors
+    read as its refusal), each None where there is none."""
+    refused = forced_algo_problem(cfg)
+    try:
+        _simulate(cfg, False, None, None)
+        return refused, None
+    except catch as exc:
+        return refused, str(exc)
+
+
+def assert_refused_alike(cfg, algo: str) -> None:
+    """Each up-front refusal of ``algo`` is one the pricer gives too, in its words (the tests'
+    check; where the pricer runs the run, nothing is refused up front)."""
+    up_front, priced = refusals(cfg, ConfigError)
+    if up_front is not None:
+        assert priced is not None, up_front
+        assert priced.startswith(f"cluster.nccl_algo={algo}: algorithm '{algo}' cannot run ")
+
 
 FRAMEWORKS = [None, "megatron-core", "nemo", "torchtitan", "deepspeed", "maxtext", "megatron-lm",
               "pytorch", "internevo", "automodel", "olmo-core", "nanotron", "llm-foundry", "paxml",
@@ -75,12 +97,7 @@ def main(argv: list[str]) -> int:
         except TrainsimError:
             continue
         n += 1
-        refused = forced_algo_problem(cfg)
-        try:
-            _simulate(cfg, False, None, None)
-            priced = None
-        except TrainsimError as exc:
-            priced = str(exc)
+        refused, priced = refusals(cfg)
         up += refused is not None
         if refused is not None and priced is None:
             over.setdefault(refused[:90], raw)

@@ -4,6 +4,7 @@ collectives could not be priced from the CLI), refused as the config path refuse
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -159,23 +160,15 @@ def test_search_set_refuses_alike():
 def test_nothing_the_pricer_runs_is_refused_up_front(algo, gpus, parallel):
     """Each up-front refusal is one the pricer gives too (``simulator._simulate``, which skips
     the up-front check); where the pricer runs it, nothing is refused."""
-    from trainsim.errors import ConfigError
-    from trainsim.network.forced_algo import forced_algo_problem
-    from trainsim.simulator import _simulate
 
     cluster = {"nccl_algo": algo}
     if algo == "collnet":
         cluster["in_network_reduction"] = True
     cfg = _cfg(_with(_raw(gpus, **parallel), **cluster))
-    up_front = forced_algo_problem(cfg)
-    try:
-        _simulate(cfg, False, None, None)
-        priced = None
-    except ConfigError as exc:
-        priced = str(exc)
-    if up_front is not None:
-        assert priced is not None, up_front
-        assert priced.startswith(f"cluster.nccl_algo={algo}: algorithm '{algo}' cannot run ")
+    from helpers import load_script
+
+    grid = load_script(Path(__file__).resolve().parents[1] / "benchmarks" / "forced_grid62.py")
+    grid.assert_refused_alike(cfg, algo)
 
 
 def test_tree_across_nodes_runs_and_auto_is_never_checked():

@@ -98,20 +98,13 @@ def test_a_forced_algorithm_a_group_cannot_run_is_refused_before_queueing(name):
 def test_control_nothing_the_pricer_runs_is_refused_up_front(algo, model, parallel, gpus, gpn):
     """Control: every up-front refusal is one the pricer gives (``_simulate`` skips the check);
     where the pricer runs the run, nothing is refused."""
-    from trainsim.network.forced_algo import forced_algo_problem
-    from trainsim.simulator import _simulate
 
     cluster = {"nccl_algo": algo, "in_network_reduction": algo == "collnet"}
     cfg = _cfg(_raw(model, parallel, gpus, gpn, **cluster))
-    up_front = forced_algo_problem(cfg)
-    try:
-        _simulate(cfg, False, None, None)
-        priced = None
-    except ConfigError as exc:
-        priced = str(exc)
-    if up_front is not None:
-        assert priced is not None, up_front
-        assert priced.startswith(f"cluster.nccl_algo={algo}: algorithm '{algo}' cannot run ")
+    from helpers import load_script
+
+    grid = load_script(Path(__file__).resolve().parents[1] / "benchmarks" / "forced_grid62.py")
+    grid.assert_refused_alike(cfg, algo)
 
 
 # ------------------------------------------ search and sweep with what their points cannot run
