@@ -19,6 +19,31 @@ from fuzz_checks import BASES, REFUSED, Case, sane_result
 from trainsim.errors import TrainsimError
 
 
+def cli_run(raw: dict[str, Any], what: str, workdir: str, *, api: bool = True,
+            read_back: bool = True) -> tuple[str, Any]:
+    """``trainsim simulate`` of ``raw`` (written under ``workdir``): ('ok', (iteration, peak))
+    with the answer checked (sane; ``api``: the API's answer alike, :func:`_simulated`, which
+    ``read_back`` also resolves again), ('refused', its one line), or ('bad', the finding).
+    fuzz61's and fuzz62's runs of a config through the command line."""
+    r, lines = _run(["simulate", write(Path(workdir), "run.json", raw), "--format", "json"])
+    if r.exit_code != 0:
+        if "Traceback" in r.output or len(lines) != 1:
+            return "bad", one_line(r, lines)
+        return "refused", lines[0].removeprefix("error: ")
+    bad = json_answer(r.stdout)
+    if bad:
+        return "bad", bad
+    if api:
+        try:
+            bad = _simulated(raw, what, read_back=read_back)
+        except TrainsimError as exc:
+            return "bad", f"the API refuses what the CLI answers: {str(exc)[:60]}"
+        if bad:
+            return "bad", bad
+    got = json.loads(r.stdout)
+    return "ok", (got["iteration_time_s"], got["peak_memory_bytes"])
+
+
 def _simulated(raw: dict[str, Any], what: str, read_back: bool = True) -> str | None:
     """A sane result whose resolved config answers the same (``fuzz58_files._resolved_again``),
     or a ``TrainsimError`` (one line, counted by ``fuzz_checks.outcome``)."""

@@ -48,7 +48,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
 from fuzz57 import _run, json_answer, one_line, write
-from fuzz59_runs import _service_alike, _simulated
+from fuzz59_runs import _service_alike, cli_run
 from fuzz60 import _entries, _release
 from fuzz_checks import BASES, REFUSED, Case
 
@@ -57,24 +57,8 @@ _WORKDIR = [""]
 
 
 def _cli_run(raw: dict[str, Any], what: str, *words: str) -> tuple[str, Any]:
-    """('ok', (iteration, peak)) with the answer checked (sane, reads back), ('refused', its
-    one line), or ('bad', the finding)."""
-    r, lines = _run(["simulate", write(Path(_WORKDIR[0]), "run.json", raw), "--format", "json"])
-    if r.exit_code != 0:
-        if "Traceback" in r.output or len(lines) != 1:
-            return "bad", one_line(r, lines)
-        return "refused", lines[0].removeprefix("error: ")
-    bad = json_answer(r.stdout)
-    if bad:
-        return "bad", bad
-    try:
-        bad = _simulated(raw, what)
-    except fuzz_checks.TrainsimError as exc:
-        return "bad", f"the API refuses what the CLI answers: {str(exc)[:60]}"
-    if bad:
-        return "bad", bad
-    got = json.loads(r.stdout)
-    return "ok", (got["iteration_time_s"], got["peak_memory_bytes"])
+    """``fuzz59_runs.cli_run`` in this round's folder, the API's answer read back."""
+    return cli_run(raw, what, _WORKDIR[0])
 
 
 def _refusal_naming(kind: str, got: Any, *words: str) -> str | None:

@@ -60,7 +60,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
 from fuzz57 import _run, json_answer, one_line, write
-from fuzz59_runs import _service_alike, _simulated
+from fuzz59_runs import _service_alike, cli_run
 from fuzz_checks import BASES, REFUSED, Case
 
 fuzz_checks.TIME_LIMIT_S = 300
@@ -71,25 +71,9 @@ FRAMEWORKS = [None, None, "megatron-core", "nemo", "megatron-lm", "torchtitan", 
 
 
 def _cli_run(raw: dict[str, Any], what: str, *, api: bool = True) -> tuple[str, Any]:
-    """('ok', (iteration, peak)) with the answer checked (sane, the API's alike), ('refused',
-    its one line), or ('bad', the finding)."""
-    r, lines = _run(["simulate", write(Path(_WORKDIR[0]), "run.json", raw), "--format", "json"])
-    if r.exit_code != 0:
-        if "Traceback" in r.output or len(lines) != 1:
-            return "bad", one_line(r, lines)
-        return "refused", lines[0].removeprefix("error: ")
-    bad = json_answer(r.stdout)
-    if bad:
-        return "bad", bad
-    if api:
-        try:
-            bad = _simulated(raw, what, read_back=False)
-        except fuzz_checks.TrainsimError as exc:
-            return "bad", f"the API refuses what the CLI answers: {str(exc)[:60]}"
-        if bad:
-            return "bad", bad
-    got = json.loads(r.stdout)
-    return "ok", (got["iteration_time_s"], got["peak_memory_bytes"])
+    """``fuzz59_runs.cli_run`` in this round's folder (``api``: the API's answer alike, not
+    resolved again)."""
+    return cli_run(raw, what, _WORKDIR[0], api=api, read_back=False)
 
 
 def _named(kind: str, got: Any, *words: str) -> str | None:
