@@ -32,13 +32,13 @@ clock) and ``device_checks62_bw.json``.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from device_checks import sectioned_main
+from device_checks59 import clocks
 
 SITES = (
     ("405b-tp4-qkv", 4096, 4608, 16384), ("405b-tp4-out", 4096, 16384, 4096),
@@ -75,18 +75,6 @@ def fast_accum(kind: str) -> bool:
 
 def tflops(m: int, n: int, k: int, seconds: float) -> float:
     return 2 * m * n * k / seconds / 1e12
-
-
-def clocks() -> str:
-    """SM and memory clocks (MHz), power (W) and temperature (C) as nvidia-smi reads them."""
-    try:
-        return subprocess.run(
-            ["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu",
-             "--format=csv,noheader,nounits"], check=False, capture_output=True, text=True,
-            timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"unread: {exc!r}"[:120]
 
 
 def _operands(torch, m: int, n: int, k: int):
