@@ -239,7 +239,7 @@ def computed_scores(op: Attention, arch: int | None = None) -> float:
 def _scores_and_tile(op: Attention, arch: int | None = None) -> tuple[float, tuple[int, int]]:
     """``computed_scores`` and the kernel tile it counts them in (``attention_tile``) on a GPU
     of compute capability ``arch``."""
-    row = ATTN_ROW_OVERHEAD_KEYS[ATTENTION_FAMILY[op.impl]][op.backward]
+    row = ATTN_ROW_OVERHEAD_KEYS[attention_family(op.impl, arch)][op.backward]
     # FlashAttention drops a window as long as the keys: flash_api.cpp (v2.8.3 hopper L559,
     # csrc L399) sets window_size_left = -1 when >= seqlen_k - 1 (resp. seqlen_k), and runs
     # the plain causal kernel
@@ -402,6 +402,26 @@ def ampere_kernel_share(gpu: GPUSpec) -> float:
 
 AMPERE_KERNELS = frozenset(k for k, fam in ATTENTION_FAMILY.items() if fam == "flash2")
 
+AMPERE_FAMILY_BELOW_HOPPER = frozenset({"cudnn"})
+"""Kernels of the warp-specialised family (``ATTENTION_FAMILY``) that also run on GPUs without
+Hopper's tensor-core instructions, where no ``wgmma`` / TMA producer-consumer kernel can exist
+and the library runs synchronous-``mma`` kernels like FlashAttention-2's: cuDNN (sm 8.x) takes
+the ``flash2`` family's rate and per-row work there (``attention_family``). The published sm80
+ratios of cuDNN over SDPA's flash backend (FA2) are 0.93-1.05: pytorch/pytorch#126122 (A100,
+2024-05: 0.956, 0.930, 0.993), #192799 (sm80 medians, 2026-08: forward 1.051, fwd+bwd 1.008);
+huggingface/transformers#48163's 0.82 (A100 training shapes) the low end; the Hopper-fitted
+family priced it at 0.64-0.98 of FA2 at head dim 64 (0.73 at 1,024 causal tokens):
+benchmarks/llmc62_evidence.py. Added 2026-11-29 (62nd session, llmc62)."""
+
+
+def attention_family(impl: str, arch: int | None) -> str:
+    """``impl``'s family in ``ATTENTION_OF_GEMM`` / ``ATTN_ROW_OVERHEAD_KEYS`` on a GPU of
+    compute capability ``arch``: ``ATTENTION_FAMILY``'s, but ``flash2`` for
+    ``AMPERE_FAMILY_BELOW_HOPPER`` on an NVIDIA part below 9.0."""
+    if impl in AMPERE_FAMILY_BELOW_HOPPER and arch is not None and arch < 90:
+        return "flash2"
+    return ATTENTION_FAMILY[impl]
+
 
 CAUSAL_TAIL_EXACT_BLOCKS = 1 << 16
 """Query blocks up to which ``causal_forward_tail`` simulates the dispatch; beyond, the
@@ -443,7 +463,7 @@ def has_hopper_tensor_cores(gpu: GPUSpec) -> bool:
 
 def attention_fraction(impl: str, backward: bool, gpu: GPUSpec) -> float:
     """Fraction of ``gpu``'s GEMM ceiling a fused attention kernel ``impl`` reaches."""
-    fwd, bwd = ATTENTION_OF_GEMM[ATTENTION_FAMILY[impl]]
+    fwd, bwd = ATTENTION_OF_GEMM[attention_family(impl, gpu.sm_arch if gpu.vendor == "nvidia" else None)]
     frac = bwd if backward else fwd
     if impl == "flash1":  # its split-K exchange apart (``flash1_split_k_s``)
         frac *= FLASH1_MMA_OF_FLASH2
