@@ -23,6 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from llmc61_parts import FILE
+
 from trainsim.pricing import Pricer
 from trainsim.validate.kernels import predict_kernel_row
 from trainsim.validate.training import predict_training_row, row_config
@@ -84,8 +85,8 @@ def kernel_table(row: dict[str, str]) -> list[str]:
         if isinstance(op, Attention):
             g[2] += pricer.compute.explain(dataclasses.replace(op, impl="flash2"))[0] * n
         g[3] += n
-    lines = [f"{row['id']}: measured {float(row['measured_iteration_s']):.3f} s, "
-             f"predicted {res.predicted:.4f} s ({100 * (res.predicted / res.measured - 1):+.1f} %)",
+    lines = [(f"{row['id']}: measured {float(row['measured_iteration_s']):.3f} s, "
+             f"predicted {res.predicted:.4f} s ({100 * (res.predicted / res.measured - 1):+.1f} %)"),
              "| kind | shape | calls a step | TFLOP/s priced | ms a step | as flash2: TFLOP/s, ms |",
              "|---|---|---|---|---|---|"]
     for (kind, shape), (fl, t, t2, n) in sorted(groups.items(), key=lambda kv: -kv[1][1]):
@@ -94,11 +95,16 @@ def kernel_table(row: dict[str, str]) -> list[str]:
     return lines
 
 
+def _kernel_rows() -> list[dict[str, str]]:
+    with open(KERNELS, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
 def attention_ratio_table() -> list[str]:
-    rows = [r for r in csv.DictReader(open(KERNELS, newline=""))
+    rows = [r for r in _kernel_rows()
             if r["id"].startswith("fa2paper-a100-fwdbwd-hd64") and r["id"].endswith("-fa2")]
-    lines = ["| shape (FA2 paper Fig. 4, fwd+bwd, TFLOP/s) | FA2 measured | model flash2 | model cudnn |"
-             " cudnn / flash2 (model) | cudnn model / FA2 measured |", "|---|---|---|---|---|---|"]
+    lines = [("| shape (FA2 paper Fig. 4, fwd+bwd, TFLOP/s) | FA2 measured | model flash2 | model cudnn |"
+              " cudnn / flash2 (model) | cudnn model / FA2 measured |"), "|---|---|---|---|---|---|"]
     for r in rows:
         rate = {}
         for impl in ("flash2", "cudnn"):  # the row re-priced as each kernel (its note's impl= dropped)
@@ -115,7 +121,7 @@ def attention_ratio_table() -> list[str]:
 
 
 def gemm_small_k_table() -> list[str]:
-    rows = [r for r in csv.DictReader(open(KERNELS, newline=""))
+    rows = [r for r in _kernel_rows()
             if r["gpu"] == "a100-sxm-80gb" and r["kind"] == "gemm" and r["k"] and int(r["k"]) <= 2048]
     by_k: dict[int, list[float]] = defaultdict(list)
     for r in rows:
