@@ -9,7 +9,7 @@
                                                     # costs per (true framework, fallback) pair
 
 The held-out runs that check ``trainsim validate`` come from other sources, some from
-frameworks with no profile in ``catalog/frameworks/`` (colossalai, accelerate, picotron, ...).
+frameworks with no profile in ``catalog/frameworks/`` (levanter, accelerate, picotron, ...).
 This script shows what such a row gets: each row's ``framework`` cell is replaced by a name
 that no profile answers to (``framework_version`` kept), the file is validated as it is, and
 the errors are reported per file and per the row's true framework (time and, where the row

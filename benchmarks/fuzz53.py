@@ -453,7 +453,7 @@ def v2rows_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Case
 
 # ------------------------------------------------------------------------------ fallbackrows
 
-FALLBACK_NAMES = ["colossalai", "nanodo", "", " ", "\u200b", "x" * 300, "Megatron-Core ",
+FALLBACK_NAMES = ["levanter", "nanodo", "", " ", "\u200b", "x" * 300, "Megatron-Core ",
                   "megatron core", "\u00e9", "None", "accelerate;deepspeed", "picotron\n",
                   "\"nemo\"", "nemo,megatron"]
 FALLBACK_CELLS = {"zero_stage": ["nan", "inf", "2.5", "-1", "1e400", " 3 ", "two", "", "2"],

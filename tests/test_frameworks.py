@@ -31,7 +31,7 @@ EXPECTED = ["megatron-lm", "megatron-core", "megatron-deepspeed", "deepspeed", "
             "megatron-bridge", "mlperf-nemo", "megascale", "torchtitan", "llm-foundry",
             "automodel", "meta-llama3", "pytorch", "nanotron", "olmo-core", "internevo",
             "maxtext", "paxml", "megatron-llama", "llm-c", "flash-attention",
-            "fast-llm"]
+            "fast-llm", "colossalai"]
 
 
 def _raw(name: str) -> dict:

@@ -1,6 +1,6 @@
 """benchmarks/training_colossalai.csv: hpcaitech/ColossalAI's README benchmark table (Llama 7B on 8
-H200, Llama 70B on 16 B200), the first check file of a Colossal-AI run. Colossal-AI has no profile
-here: the rows go through the no-profile path. The generic checks are its row in
+H200, Llama 70B on 16 B200), the first check file of a Colossal-AI run. Colossal-AI had no profile
+then (the rows went through the no-profile path); colossalai62 wrote one. The generic checks are its row in
 test_training_files.py; here what the rows mean and where the no-profile path's misses sit."""
 
 from __future__ import annotations
@@ -46,20 +46,20 @@ def test_each_row_is_its_readme_line():
     assert "the B200 again demonstrated" in rows["cai-llama2-70b-b200-16"]["note"]
 
 
-def test_the_no_profile_path_reads_each_row_as_a_different_engine():
-    """Nothing fitted (source62b): the ZeRO-2 row is read as torchtitan's FSDP2 mechanisms and is
-    slow (+18.0 %), the ZeRO-1 + TP + PP row as Megatron-core's (cuDNN attention, fused kernels)
-    and is fast (-28.5 %). The 7B row's stated micro-batch of 36 puts its memory on the measured
-    116.25 GiB (117.2); the sign of each row's error holds."""
-    err, read = {}, {}
+def test_the_rows_predict_within_the_profile_bands():
+    """First prediction (source62b) through the no-profile path: the ZeRO-2 row read as
+    torchtitan's FSDP2 mechanisms (+18.0 %), the ZeRO-1 + TP + PP row as Megatron-core's (cuDNN
+    attention, fused kernels: -28.5 %). With the colossalai profile (colossalai62: Hugging Face
+    modules, LowLevelZeroOptimizer's DeepSpeed-like layout) both rows are read by it
+    (test_colossalai62.py); the 7B row's stated micro-batch of 36 keeps its memory on the
+    measured 116.25 GiB."""
+    err = {}
     for row in training_rows(PATH):
         res = predict_training_row(row)
         assert res.error is None, res.error
         err[row["id"]] = res.predicted / res.measured - 1
-        read[row["id"]] = res.extra["read_as"]["framework"]
+        assert "read_as" not in res.extra or "framework" not in res.extra["read_as"], row["id"]
         if row["id"] == "cai-llama2-7b-h200-8":
             assert abs(res.predicted_memory_gib / res.measured_memory_gib - 1) < 0.03
-    assert read["cai-llama2-7b-h200-8"].startswith("colossalai -> torchtitan")
-    assert read["cai-llama2-70b-b200-16"].startswith("colossalai -> megatron-core")
     assert 0.10 < err["cai-llama2-7b-h200-8"] < 0.25, err
-    assert -0.35 < err["cai-llama2-70b-b200-16"] < -0.20, err
+    assert -0.15 < err["cai-llama2-70b-b200-16"] < 0.0, err

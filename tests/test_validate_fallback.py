@@ -70,9 +70,9 @@ def test_the_unknown_name_itself_changes_nothing(tmp_path):
     (test_validate_fallback_era: a date is read)."""
     base = _heldout_row("tt2412-llama3.1-8b-8-fsdp")
     rows = [{**base, "id": name, "framework": name, "framework_version": version}
-            for name, version in (("colossalai", "0.4.2"), ("picotron", "0.6"))]
+            for name, version in (("levanter", "0.4.2"), ("picotron", "0.6"))]
     got = _validate(tmp_path, rows)
-    assert got["colossalai"]["predicted"] == got["picotron"]["predicted"]
+    assert got["levanter"]["predicted"] == got["picotron"]["predicted"]
 
 
 @pytest.mark.parametrize("written,key", [
@@ -96,7 +96,7 @@ def test_a_release_after_the_name_is_the_row_version_where_the_cell_is_empty():
 def test_a_typo_of_a_profile_is_still_no_unknown_framework():
     """'megatorn-lm' fails its row with a did-you-mean (test_fuzz35); not read as a stranger."""
     assert not unprofiled(framework_key("megatorn-lm"))
-    assert unprofiled(framework_key("colossalai")) and unprofiled(framework_key("picotron-0.1"))
+    assert unprofiled(framework_key("levanter")) and unprofiled(framework_key("picotron-0.1"))
     for typo in ("deepsped", "torchtittan", "megatron-bridges", "Megatron_LM"):
         assert not unprofiled(framework_key(typo)), typo
 

@@ -192,7 +192,7 @@ def test_maxtext_rows_with_replicas_keep_the_stack_of_the_rows_without():
     switch to torchtitan had +14.6 -> +41.5 %), and Megatron-FSDP predicts each within 25 %."""
     path = ROOT / "benchmarks" / "training_dgxc_maxtext.csv"
     got = [predict_training_row({**_row(path, f"dgxc-maxtext-llama3-70b-fp8-h100-{n}"),
-                                 "framework": "colossalai"})
+                                 "framework": "levanter"})
            for n in (256, 512)]
     assert all(g.error is None for g in got), [g.error for g in got]
     assert {g.chosen["framework"] for g in got} == {"megatron-core"}

@@ -1,6 +1,6 @@
 """The mechanisms a run on a framework with no profile here is predicted with.
 
-A validation row may name a framework that ``catalog/frameworks/`` has no profile of (colossalai,
+A validation row may name a framework that ``catalog/frameworks/`` has no profile of (levanter,
 accelerate, picotron, nanodo, ...). Its name says nothing trainsim can read, so the profile whose
 mechanisms predict it is chosen from what the row's own cells say of its engine, one rule for
 every such name (``validate.vocab`` applies it and says so in the row's ``read_as``).
