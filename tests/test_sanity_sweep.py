@@ -169,12 +169,13 @@ pp 4, seq 8192) whose H200 step is slower than its H100 one (0.724 > 0.681 s, co
 0.402 -> 0.437 s), which main ad30c278 gives too: RESULTS.md 55th session jax55, Leads."""
 
 
-LATER_PROFILES = ("flash-attention", "fast-llm")
+LATER_PROFILES = ("flash-attention", "fast-llm", "colossalai")
 """Profiles added later (checks62), drawn apart for the same reason: with flash-attention in
 the list, seed 3 reaches a meta-llama3 run (gpt3-5b, 256 H100, tp 8, pp 4, seq 8192) whose H200
 step is slower than its H100 one (0.717 > 0.669 s, compute 0.387 -> 0.426 s): the same
 configuration as jax55's nanotron one, a lead of that session, not of the new profile.
-fast-llm (source62) alone in the list reaches the same meta-llama3 run: drawn apart too."""
+fast-llm (source62) alone in the list reaches the same meta-llama3 run: drawn apart too, as is
+colossalai (colossalai62), whose place in the list reaches it again."""
 
 
 def test_a_seeded_sample_breaks_no_hard_invariant(sweep):
