@@ -12,7 +12,7 @@ ops whose time differs most between the two: op, shape, the model that priced it
 its time. Found (main 9af3b086): the H200's database times FlashAttention-2 (``flash2``, 32
 records, benchmarks/h200_2026-11-27/, commit ba12bd57) and the H100's does not (commit 15fd54ee:
 cuDNN attention only), so the H100 priced FA2 from the roofline and the H200 from records that
-run 0.65-0.75x the roofline's rate: attention alone made the H200 step 4 % slower. Fixed in
+price it at 0.76x (forward) / 0.68x (backward) the roofline's rate at this shape: attention alone made the H200 step 4 % slower. Fixed in
 ``compute.chain.twin_database``: a kind of kernel a GPU's own database lacks is read from the
 database of the GPU with the same SMs.
 """

@@ -132,6 +132,8 @@ def compute_model_for(gpu: GPUSpec, db_path: str | None,
     ~5 % faster than an independent measurement of the same shapes on the same GPU model
     (``kernels_h100_measured.csv``; the records agree with their own run's in-layer kernel
     times: ``compute.database``) and the scaling carries that offset along. Name the file to scale it.
+    With 'auto', a kind of kernel the GPU's own records lack is read from the same-SM GPU's
+    database (``twin_database``).
     ``loop_toward``: the roofline of a kernel benchmark's loop (``roofline.loop_clock_factor``).
     A database's records were timed one call at a time behind a sleep kernel, the board idle
     (its burst clock: ``compute.database``), so a record prices a looped row as the roofline's
@@ -156,12 +158,13 @@ def twin_database(gpu: GPUSpec, lookup_gpu: Callable[[str], GPUSpec]) -> KernelD
     scale a database to a GPU that has none).
 
     Without it the two boards price one kernel from two models: the H200's database times
-    FlashAttention-2 (``flash2``) and fp8 fast-accumulation GEMMs, the H100's does not, so the
-    H100 priced those from the roofline and the H200 from its records, which run FA2 at
-    0.65-0.75x the roofline's rate: the same gpt3-5b step (tp 8, pp 4, seq 8192, FA2 with
-    dropout) was 4 % slower on the H200 than on the H100 (``benchmarks/h200inv62.py``). A
-    record on the same SMs is the nearer measurement: the chain scales it to ``gpu`` as it
-    scales any record (``ChainModel.measured``), which moves only its HBM-bound share."""
+    FlashAttention-2 (``flash2``: PyTorch SDPA's FLASH_ATTENTION backend, ``profile.kernels``)
+    and fp8 fast-accumulation GEMMs, the H100's does not, so the H100 priced those from the
+    roofline and the H200 from its records, which at a gpt3-5b layer's shape (4 heads, seq
+    8192) price FA2 at 0.76x (forward) and 0.68x (backward) the roofline's rate: that step (tp 8,
+    pp 4, FA2 with dropout) was 4 % slower on the H200 than on the H100
+    (``benchmarks/h200inv62.py``). A record on the same SMs is the nearer measurement: the
+    chain scales it to ``gpu`` as it scales any record (``ChainModel.measured``)."""
     if bundled_database(gpu) is None:
         return None
     for name, file in BUNDLED.items():
