@@ -43,12 +43,14 @@ def _fail(exc: Exception) -> None:
 
 COLLECTIVE_OPTIONS = {"num_gpus": "--gpus", "gpus_per_node": "--gpus-per-node",
                       "topology": "--topology", "fabric": "--fabric",
-                      "network_backend": "--backend", "nvls": "--nvls", "in_network_reduction": "--in-network-reduction",
+                      "network_backend": "--backend", "nvls": "--nvls",
+                      "in_network_reduction": "--in-network-reduction",
                       "nic_gbit_s_per_gpu": "--nic-gbps", "gpu": "--gpu"}
 """``trainsim collective``'s option for each cluster field it sets: a refusal of the cluster it
 builds names the option typed (robust62: it named cluster.topology, cluster.fabric, ...)."""
 COLLECTIVE_OPTION = re.compile(r"\bcluster\.(" + "|".join(
     sorted(COLLECTIVE_OPTIONS, key=len, reverse=True)) + r")\b")
+
 
 @contextlib.contextmanager
 def _forced_named(algorithm: str, protocol: str) -> Iterator[None]:

@@ -35,7 +35,7 @@ call."""
 
 from __future__ import annotations
 
-from trainsim.config import RunConfig
+from trainsim.config import ClusterConfig, RunConfig
 from trainsim.errors import ConfigError
 from trainsim.network import network_for
 from trainsim.workload.moe_block import titan_style
@@ -96,13 +96,20 @@ def gathers_over_ep(cfg: RunConfig) -> bool:
         and not titan_style(cfg))
 
 
+def forces_algo(cluster: ClusterConfig) -> bool:
+    """Whether ``cluster.nccl_algo`` may leave a group unable to run a collective: neither auto
+    nor ring (ring runs every kind on every group), on the analytical backend (flow takes ring
+    only: ``config.fabric_rules``)."""
+    return str(cluster.nccl_algo).strip().lower() not in ("auto", "ring") and \
+        cluster.network_backend != "flow"
+
+
 def forced_algo_problem(cfg: RunConfig) -> str | None:
     """The pricer's refusal of ``cluster.nccl_algo`` on the first of the run's groups
     (``_groups``) that can run it for none of the kinds it prices there, or None."""
-    c = cfg.cluster
-    if str(c.nccl_algo).strip().lower() in ("auto", "ring") or c.network_backend == "flow":
-        return None  # ring runs every kind on every group; flow takes ring only (fabric_rules)
-    net = network_for(c)
+    if not forces_algo(cfg.cluster):
+        return None
+    net = network_for(cfg.cluster)
     for size, stride, need in _groups(cfg):
         if size <= 1:
             continue

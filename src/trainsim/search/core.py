@@ -27,7 +27,7 @@ from trainsim.engine import gc_paused
 from trainsim.errors import ConfigError
 from trainsim.limits import check, limit
 from trainsim.memory.state import states_shared
-from trainsim.network.forced_algo import forced_algo_problem
+from trainsim.network.forced_algo import forced_algo_problem, forces_algo
 from trainsim.pricing import shared
 from trainsim.search.candidate import candidate
 from trainsim.search.evaluation import Evaluation, SearchToken, drop_runs
@@ -141,8 +141,7 @@ def forced_algo_refusal(base: Base, gpu_counts: Sequence[int], space: SearchSpac
     config's rules) refuses, as the search's enumeration finds it (``SearchResult.refused``),
     or None: the service's job check refuses such a search before queueing it (robust62).
     Nothing is enumerated unless an algorithm is forced."""
-    c = base.cluster
-    if str(c.nccl_algo).strip().lower() in ("auto", "ring") or c.network_backend == "flow":
+    if not forces_algo(base.cluster):
         return None
     refused = None
     for n in dict.fromkeys(int(n) for n in gpu_counts):
