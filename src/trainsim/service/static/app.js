@@ -5,6 +5,10 @@ const $ = (sel, root = document) => root.querySelector(sel);
 const view = () => $("#view");
 const GiB = 2 ** 30;
 let pollTimer = null;
+// each route() draws one page; a view still awaiting the server when the user has moved on
+// (signed in, then opened "New run" before the runs list came back) must not draw over it
+let routeSeq = 0;
+const stale = seq => seq !== routeSeq;
 
 function h(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
@@ -61,7 +65,9 @@ function errorBox(message) { return h("p", { class: "error", role: "alert" }, me
 // ------------------------------------------------------------------------------ runs list
 
 async function viewRuns() {
+  const seq = routeSeq;
   const r = await api("GET", "/jobs?limit=200");
+  if (stale(seq)) return;
   if (r.status === 401) return needToken();
   const rows = r.data.map(j => h("tr", {},
     h("td", {}, j.kind === "simulate" && j.status === "done"
@@ -164,10 +170,12 @@ async function submitJob(kind, config, options, errorTarget) {
 }
 
 async function viewNew() {
+  const seq = routeSeq;
   let models, nodes, gpus;
   try {
     [models, nodes, gpus] = await Promise.all(["models", "nodes", "gpus"].map(catalog));
-  } catch (e) { return needToken(); }
+  } catch (e) { return stale(seq) || needToken(); }
+  if (stale(seq)) return;
   const choices = { model: models.map(m => [m.name, m.params ? `${m.name} (${(m.params / 1e9).toFixed(1)}B)` : m.name]),
     node: [["", "— none: pick a GPU —"], ...nodes.map(n => [n.name, `${n.name} (${n.gpus_per_node} × ${n.gpu})`])],
     gpu: gpus.map(g => [g.name, `${g.name} (${g.hbm_gib} GiB, ${g.peak_tflops && g.peak_tflops.bf16} TFLOP/s bf16)`]) };

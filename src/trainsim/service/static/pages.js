@@ -139,7 +139,9 @@ function plotImage(id) {
 }
 
 async function viewJob(id) {
+  const seq = routeSeq;
   const r = await api("GET", `/jobs/${id}`);
+  if (stale(seq)) return;
   if (r.status === 401) return needToken();
   if (!r.ok) return view().replaceChildren(errorBox(r.data.error || `HTTP ${r.status}`));
   const job = r.data;
@@ -160,8 +162,10 @@ async function viewJob(id) {
 
 async function viewCompare(ids) {
   const picked = (ids || "").split(",").filter(Boolean);
+  const seq = routeSeq;
   if (picked.length < 2) {
     const r = await api("GET", "/jobs?limit=200");
+    if (stale(seq)) return;
     if (r.status === 401) return needToken();
     const done = r.data.filter(j => j.kind === "simulate" && j.status === "done");
     return view().replaceChildren(h("section", { class: "card" }, h("h2", {}, "Compare runs"),
@@ -172,6 +176,7 @@ async function viewCompare(ids) {
         h("button", { type: "submit" }, "Compare"))));
   }
   const jobs = (await Promise.all(picked.map(id => api("GET", `/jobs/${id}`)))).filter(r => r.ok).map(r => r.data);
+  if (stale(seq)) return;
   const label = j => { const c = j.result.config; return `${c.model.name} ${c.cluster.num_gpus}×${c.cluster.gpu.name} TP${c.parallel.tensor_model_parallel_size} PP${c.parallel.pipeline_model_parallel_size}`; };
   const rows = headline(jobs[0].result).map(([name], i) => h("tr", {}, h("th", {}, name),
     jobs.map(j => h("td", {}, headline(j.result)[i][1]))));
@@ -196,9 +201,11 @@ function simpleForm(title, fields, onsubmit, intro) {
 const val = id => $(`#f-${id}`).value.trim();
 
 async function viewSearch() {
+  const seq = routeSeq;
   let models;
-  try { models = (await catalog("models")).map(m => m.name); } catch (e) { return needToken(); }
+  try { models = (await catalog("models")).map(m => m.name); } catch (e) { return stale(seq) || needToken(); }
   const gpus = (await catalog("gpus")).map(g => g.name);
+  if (stale(seq)) return;
   simpleForm("Search parallel configurations", [
     ["model", "Model", "llama3-8b", models], ["gpu", "GPU", "h100-sxm-80gb", gpus],
     ["gpus", "GPU counts (comma-separated)", "8"], ["global_batch", "Global batch", "128", "number"],
@@ -214,7 +221,9 @@ async function viewSearch() {
 }
 
 async function viewValidate() {
+  const seq = routeSeq;
   const r = await api("GET", "/validation/files");
+  if (stale(seq)) return;
   if (r.status === 401) return needToken();
   simpleForm("Validation against published measurements", [
     ["file", "Bundled file", "training_public.csv", r.data]],
@@ -243,6 +252,7 @@ function viewGoodput() {
 
 async function route() {
   clearTimeout(pollTimer);
+  routeSeq += 1;
   const [, page, arg] = location.hash.replace(/^#\/?/, "#/").split("/");
   try {
     if (page === "new") await viewNew();
