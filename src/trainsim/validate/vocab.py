@@ -48,6 +48,11 @@ ATTENTION_IMPL = {
     "flashattention3": "flash3", "flashattention_3": "flash3", "flash_attention_3": "flash3",
     "flash_attn_3": "flash3",
     "cudnn_attention": "cudnn",
+    # PyTorch SDPA's FLASH_ATTENTION backend (its vendored FlashAttention-2 kernels) apart from
+    # the flash-attn package (``flash2``): cudnn-frontend's benchmark names it
+    # pyt_flash_attention (benchmark/sdpa_benchmark_training, @bb37575d); its rows are priced
+    # as ``sdpa`` (compute.attention.SDPA_FLASH_OF_FLASH_ATTN)
+    "sdpa_flash": "sdpa", "pyt_flash_attention": "sdpa",
 }
 """Kernel library named in a kernels row or a training row's ``attention`` cell -> the
 simulator's ``AttentionImpl``, on every GPU."""
