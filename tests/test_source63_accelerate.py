@@ -1,7 +1,9 @@
 """benchmarks/training_accelerate.csv: Hugging Face accelerate's own tokens/s per device for its FSDP2
 example (Llama 3.1 8B on 8 H100 SXM, sequence 8192, bf16 and torchao fp8), the first check file of
-an accelerate run. accelerate has no profile: the rows go through the no-profile path. The generic
-checks are its row in test_training_files.py; here what the rows mean and how they are read."""
+an accelerate run; and benchmarks/training_tinyllama.csv, jzhang38/TinyLlama's 24k tokens/s per
+A100-40G (lit-gpt on Lightning Fabric FSDP), the first of a lit-gpt run. Neither has a profile: the
+rows go through the no-profile path. The generic checks are their rows in test_training_files.py;
+here what the rows mean and how they are read."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from helpers import training_rows
 from trainsim.validate.training import predict_training_row
 
 PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "training_accelerate.csv"
+TINYLLAMA = PATH.with_name("training_tinyllama.csv")
 
 
 def test_each_row_is_the_readme_figure_over_one_sequence_a_rank():
@@ -49,3 +52,22 @@ def test_no_profile_path_reads_the_rows_as_fsdp2_at_the_run_date():
     assert -0.10 < err["bf16"] < 0.0, err
     assert -0.12 < err["fp8"] < 0.0, err
     assert 0.70 < pred["fp8"] / pred["bf16"] < 0.88, pred
+
+
+def test_tinyllama_row_is_the_readme_rate_over_its_batch():
+    """A step is the README's 2048 x 1024 tokens over 24,000 tokens/s on each of 16 A100-40G;
+    micro-batch 8 (16k tokens a GPU), FSDP, flash-attention 2, no recompute; the lit-gpt row is
+    read, as of its 2023 date, as the plain PyTorch loop's FSDP (DeepSpeed runs no flash2), +1.2 %."""
+    (row,) = training_rows(TINYLLAMA)
+    gbs, seq, n = (int(row[k]) for k in ("global_batch_size", "seq_length", "num_gpus"))
+    assert (gbs, seq, n, row["micro_batch_size"], row["gpu"]) == (
+        1024, 2048, 16, "8", "a100-sxm-40gb")
+    assert abs(float(row["measured_iteration_s"]) - gbs * seq / (24000 * n)) < 1e-3
+    assert (row["zero_stage"], row["recompute"], row["attention"], row["framework"]) == (
+        "3", "none", "flash2", "lit-gpt")
+    res = predict_training_row(row)
+    assert res.error is None, res.error
+    assert res.chosen["framework"] == "pytorch", res.chosen
+    assert "before torchtitan's first entry" in res.extra["read_as"]["framework"]
+    assert -0.06 < res.predicted / res.measured - 1 < 0.06
+    assert res.predicted_memory_gib < 40
