@@ -1,0 +1,121 @@
+"""The dgxc v25.05 MoE rows on GB200 against their own exchange (a diagnostic: nothing here feeds
+trainsim; 63rd session, dgxc63).
+
+    PYTHONPATH=src:benchmarks python benchmarks/dgxc63_moe_gb200.py [--rows ID ...] [--no-trays]
+
+training_dgxc2505.csv (DeepSeek-V3, EP 32 / 64) and training_dgxc_llama4.csv (Llama 4 Maverick,
+EP 64) miss their GB200 rows by -18 .. -51 %; training_dgxc_grok1_2505.csv (Grok-1, EP 8, the
+same release, NeMo 25.04, CUDA graphs) does not. For each MoE row this prints:
+
+* the step's gap (measured - predicted) spread over the MoE layer passes one rank of the
+  heaviest stage runs (its layers x the MoE share of the model's layers x micro-batches);
+* the expert exchange trainsim prices in one MoE layer pass (the dispatcher's all-to-alls,
+  forward and backward) and the bytes one rank sends off itself in them;
+* the per-GPU rate that exchange would run at if the whole gap were the exchange
+  (``implied_rate``): what a layer-pass gap of ``g`` seconds over ``n`` all-to-alls of ``b``
+  remote bytes asks of the exchange, ``n b / (priced + g)``;
+* ``--no-trays`` off (default on): the step with NCCL's transport across GB200 trays at the NIC
+  (``gpus_per_node`` 4), i.e. as if NCCL had run without Multi-Node NVLink, for the rows whose
+  tensor-parallel group fits one tray (the only ones where the cell change is that alone).
+
+What it showed (main 6a5b28b2): both families' gaps ask the exchange for 39-47 GB/s a GPU,
+about one 400 Gb/s NIC, at 84 MB (Llama 4) and 235 MB (DeepSeek-V3) an all-to-all; but NCCL at the
+NIC everywhere is refuted by the control: Grok-1 on GB200 (EP 8 over 2 trays, the same release)
+goes +2 -> +48 % (bf16) and -8 -> +53 % (fp8). So the missing time sits with the large expert
+groups (32 / 64 ranks over 8 / 16 trays) run eagerly, not with the NVLink domain as a whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+
+from trainsim.pricing import Pricer
+from trainsim.validate.training import predict_training_row, row_config
+from trainsim.workload.layers import backward_of, layer_forward
+from trainsim.workload.ops import Comm
+from trainsim.workload.recompute import layer_recompute
+from trainsim.workload.shard import shard_of
+
+HERE = Path(__file__).parent
+FILES = (HERE / "training_dgxc2505.csv", HERE / "training_dgxc_llama4.csv",
+         HERE / "training_dgxc_grok1_2505.csv")
+TRAY_GPUS = 4
+"""GPUs of one GB200 compute tray (llama4 / deepseek_v3 launch.sh GPUS_PER_NODE 4)."""
+
+
+def read_rows(paths=FILES) -> dict[str, dict[str, str]]:
+    """The MoE rows (``ep`` > 1) of the files, by id."""
+    out: dict[str, dict[str, str]] = {}
+    for path in paths:
+        with open(path, newline="") as fh:
+            for r in csv.DictReader(fh):
+                if (r.get("ep") or "1") not in ("", "1"):
+                    out[r["id"]] = r
+    return out
+
+
+def implied_rate(remote_bytes: float, exchanges: int, priced_s: float, gap_s: float) -> float:
+    """Bytes a second one rank's exchange would move if a MoE layer pass's gap ``gap_s`` were all
+    exchange time: ``exchanges`` all-to-alls of ``remote_bytes`` each over ``priced_s + gap_s``."""
+    return remote_bytes * exchanges / (priced_s + gap_s)
+
+
+def exchange(row: dict[str, str]) -> dict[str, float]:
+    """One row's prediction and its MoE layer pass: passes a rank runs, priced all-to-all
+    seconds, their count and the bytes one rank sends off itself in each."""
+    res = predict_training_row(row)
+    if res.error:
+        raise SystemExit(f"{row['id']}: {res.error}")
+    cfg = row_config(row, res.chosen)
+    pricer, sh = Pricer(cfg), shard_of(cfg)
+    lf = layer_forward(cfg, sh, moe=True)
+    ops = lf + layer_recompute(cfg, sh, lf, whole=False) + backward_of(lf, sh)
+    a2a = [op for op in ops if isinstance(op, Comm) and op.group == "ep"
+           and op.kind == "all_to_all"]
+    ep = cfg.parallel.ep
+    m = cfg.model
+    micro = cfg.training.global_batch_size // (cfg.training.micro_batch_size * cfg.dp)
+    stage = max(res.extra["settings"]["stage_layers"])
+    passes = stage * m.num_moe_layers / m.num_layers * micro
+    sent = sum(op.bytes for op in a2a) / max(len(a2a), 1) * (ep - 1) / ep
+    return {"measured": res.measured, "predicted": res.predicted, "moe_passes": passes,
+            "priced_s": sum(pricer.comm_time(op) for op in a2a), "exchanges": len(a2a),
+            "remote_bytes": sent, "ep": ep}
+
+
+def trays(row: dict[str, str]) -> float | None:
+    """The row predicted with NCCL's nodes the trays, where the cell change is only that: a
+    GB200 row whose tensor-parallel group fits one tray; None otherwise."""
+    if row["gpu"] != "gb200" or int(row.get("tp") or 1) > TRAY_GPUS:
+        return None
+    return predict_training_row({**row, "gpus_per_node": str(TRAY_GPUS)}).predicted
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", nargs="+", help="row ids (default: every MoE row of the files)")
+    ap.add_argument("--no-trays", action="store_true", help="skip the trays-as-nodes what-if")
+    args = ap.parse_args()
+    rows = read_rows()
+    ids = args.rows or list(rows)
+    print(f"{'row':44s} {'ep':>3s} {'meas':>6s} {'pred':>6s} {'err%':>6s} {'passes':>6s} "
+          f"{'gap ms':>7s} {'a2a ms':>6s} {'MB':>5s} {'GB/s':>5s} {'trays%':>7s}")
+    for rid in ids:
+        x = exchange(rows[rid])
+        gap = (x["measured"] - x["predicted"]) / x["moe_passes"]
+        rate = implied_rate(x["remote_bytes"], x["exchanges"], x["priced_s"], gap) \
+            if gap > 0 else None
+        t = None if args.no_trays else trays(rows[rid])
+        tray = f"{100 * (t / x['measured'] - 1):+7.1f}" if t else f"{'':>7s}"
+        shown = f"{rate / 1e9:5.1f}" if rate else f"{'-':>5s}"
+        print(f"{rid:44s} {x['ep']:3d} {x['measured']:6.2f} {x['predicted']:6.2f} "
+              f"{100 * (x['predicted'] / x['measured'] - 1):+6.1f} {x['moe_passes']:6.0f} "
+              f"{1e3 * gap:7.2f} {1e3 * x['priced_s']:6.2f} {x['remote_bytes'] / 1e6:5.0f} "
+              f"{shown} {tray}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
