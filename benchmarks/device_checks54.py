@@ -416,10 +416,11 @@ def grouped_wgrad(torch, ctx, res):
         res["cases"][case] = {"wgrad_us": round(t_w * 1e6, 2), "dense_us": round(t_d * 1e6, 2),
                               "grouped_of_dense": round(t_d / t_w, 4)}
         ctx["add"](id=f"{ctx['tag']}-{case}-wgrad", kind="gemm_grouped", implementation="cutlass", dtype="bf16",
-                   m=k, n=n, k=g * r, groups=g, measured_value=f"{flops / t_w / 1e12:.5g}", measured_unit="TFLOP/s",
+                   m=g * k, n=n, k=r, groups=g, measured_value=f"{flops / t_w / 1e12:.5g}", measured_unit="TFLOP/s",
                    note=f"torch._grouped_mm weight gradient, groups along the reduction ({r} rows each), "
                         f"{model} {proj}, one CUDA graph; {t_w * 1e6:.1f} us; dense (k, M) x (M, n) "
-                        f"{t_d * 1e6:.1f} us; m, n, k here are the output's k x n and the summed rows")
+                        f"{t_d * 1e6:.1f} us; {g} GEMMs of {k} x {n} over {r} rows each (m = groups x {k})")
+        # the kernels format's grouped convention (m: every group's rows; benchmarks/grouped63_rows.py)
 
 
 GRID_SEQS, GRID_HEADS, GRID_BATCHES = (2048, 4096, 16384), (4, 8, 16, 32), (1, 2, 4)
