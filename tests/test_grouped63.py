@@ -67,3 +67,18 @@ def test_h200_bf16_grouped_rows_within_15_percent(tag):
             (predict_kernel_row(r, None) for r in rows)]
     assert len(errs) >= 12
     assert sum(errs) / len(errs) < 0.15
+
+
+def test_torch_grouped_mm_launches_its_setup_kernel():
+    """``torch._grouped_mm`` runs ``prepare_grouped_gemm_data`` before its CUTLASS kernel: two
+    launches a call (``grouped.SETUP_KERNELS``), against one for a Triton grouped GEMM."""
+    from trainsim.catalog import gpu
+    from trainsim.compute import roofline
+    from trainsim.workload.ops import Gemm
+
+    h200 = roofline.RooflineModel(gpu("h200-sxm-141gb"))
+    tiny = {impl: Gemm("e", 1, 128, 128, "bf16", 2, grouped=impl) for impl in ("cutlass", "triton")}
+    assert roofline.grouped_launches(tiny["cutlass"]) == 2
+    assert roofline.grouped_launches(tiny["triton"]) == 1
+    assert h200.time(tiny["cutlass"]) >= 2 * roofline.LAUNCH_S
+    assert h200.time(tiny["cutlass"]) - h200.time(tiny["triton"]) >= roofline.LAUNCH_S * 0.99

@@ -294,7 +294,23 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm, *, tile: int, overhead_k: float,
             * rounds / math.ceil(rounds))
 
 
+SETUP_KERNELS = {"cutlass": 1}
+"""Kernels a one-kernel grouped implementation launches before its grouped GEMM, on the same
+stream. PyTorch's ``torch._grouped_mm`` and ``torch._scaled_grouped_mm`` first run
+``prepare_grouped_gemm_data<<<1, group_count>>>``, which writes each group's operand pointers,
+strides and problem shape from the offsets into a device buffer, and only then the CUTLASS
+ptr-array kernel that reads them (pytorch/pytorch@117b8633 aten/src/ATen/native/cuda/GroupMM.cu
+``bf16bf16_grouped_gemm_impl_sm90_sm100``; @e6bab78b ScaledGroupMM.cu
+``f8f8bf16_grouped_gemm_impl_sm90``; the kernel in GroupMMCommon.cuh): two kernels a call, each
+paying ``roofline.LAUNCH_S``. Measured: graphed bf16 ``torch._grouped_mm`` on one H200 (54th and
+63rd sessions, 142 and 62 rows) leaves 7.0 and 8.2 us a call unpriced while one launch (3 us)
+was priced (``benchmarks/grouped63_fit.py``, the intercept of each run's fit of the time left
+over per call, per wave of tiles and per priced second): the setup kernel's launch is 3 us of
+that, the rest is not explained here. No constant."""
+
+
 def grouped_launches(op: Gemm) -> int:
-    """Kernels a GEMM op launches one after another on the GPU (each pays ``LAUNCH_S``)."""
+    """Kernels a GEMM op launches one after another on the GPU (each pays ``LAUNCH_S``): one a
+    group's round for per-group GEMMs, one grouped kernel and its setup kernels otherwise."""
     streams = GROUPED_STREAMS.get(op.grouped)
-    return math.ceil(op.batch / streams) if streams else 1
+    return math.ceil(op.batch / streams) if streams else 1 + SETUP_KERNELS.get(op.grouped, 0)
