@@ -82,3 +82,17 @@ def test_torch_grouped_mm_launches_its_setup_kernel():
     assert roofline.grouped_launches(tiny["triton"]) == 1
     assert h200.time(tiny["cutlass"]) >= 2 * roofline.LAUNCH_S
     assert h200.time(tiny["cutlass"]) - h200.time(tiny["triton"]) >= roofline.LAUNCH_S * 0.99
+
+
+def test_device_check_plan_fits_a_minute_at_the_priced_shapes(capsys):
+    """The prepared H200 run: its plan within 60 s of GPU work, each case an expert projection
+    of a model the 63rd-session fp8 rows measured (``device_checks54.EXPERT_SHAPES``)."""
+    dc = _module("device_checks63_grouped63")
+    dc54 = _module("device_checks54")
+    assert dc.main(["--dry-run"]) == 0
+    assert sum(est for est, _ in dc.SECTIONS.values()) + dc.START_S <= 60
+    for model, proj, g, r in dc.CASES:
+        assert model in dc54.FP8_MODELS and g in dc54.GROUPS and r in dc54.ROWS
+        h, f = dc54.EXPERT_SHAPES[model]
+        assert dc.shape(model, proj) == ((h, 2 * f) if proj == "fc1" else (f, h))
+    assert "fp8_twins" in capsys.readouterr().out
