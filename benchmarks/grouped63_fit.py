@@ -90,12 +90,66 @@ def error_table(files: dict[str, Path]) -> list[tuple[str, int, float, float]]:
     return out
 
 
+def fp8_rows(path: Path) -> list[Row]:
+    """The fp8 ``torch._scaled_grouped_mm`` rows of a file (CUTLASS family, per-tensor or row-wise
+    scales)."""
+    return [r for r in load([path]) if r.kind == "gemm_grouped" and grouped_family(r) == "cutlass"
+            and r.ops[0].dtype == "fp8" and not r.ops[0].fp8_block_scales]
+
+
+def spills(r: Row) -> bool:
+    """A row of the spilling kernel (``grouped.accumulator_spill_k``): the 54th session's five
+    such rows fit ``grouped.LOCAL_BYTES_PER_SM_CLOCK`` (``fp8spill55_fit.py``), so none of them
+    is held out here."""
+    op = r.ops[0]
+    rows, cols, _ = grouped.torch_sm90_tile(op, 1.0)
+    return grouped.accumulator_spill_k(fk.catalog_gpu(r.gpu), op, rows, cols) > 0
+
+
+def fit_fp8(files: dict[str, Path]) -> dict[str, tuple[int, float, float]]:
+    """``grouped.FP8_TILE_RATE`` by golden section on the 63rd session's graphed H200 fp8 rows
+    (the fit source); the 54th session's eager H200 run (less the five rows that fit the spill)
+    and the published H100 row (pytorch/ao #2490) held out whole: 50 of 110 rows. Returns
+    {set: (rows, MAPE at 1.0, at the fit)} and under ``shipped`` (0, the shipped value, the
+    fitted one); the shipped value stays."""
+    sets = {"fit: h200 s63 fp8": fp8_rows(files["h200 s63 fp8"]),
+            "held out: h200 s54": [r for r in fp8_rows(files["h200 s54"]) if not spills(r)],
+            "held out: published": fp8_rows(files["published"])}
+    shipped = grouped.FP8_TILE_RATE
+
+    def mape(rows: list[Row]) -> float:
+        return float(np.mean(fk.ape(rows))) if rows else float("nan")
+
+    grouped.FP8_TILE_RATE = 1.0
+    before = {k: mape(v) for k, v in sets.items()}
+
+    def loss(x: float) -> float:
+        grouped.FP8_TILE_RATE = x
+        return mape(sets["fit: h200 s63 fp8"])
+
+    try:
+        fitted = grouped.FP8_TILE_RATE = round(fk.golden(loss, 0.6, 1.2, tol=0.002), 3)
+        out = {k: (len(v), before[k], mape(v)) for k, v in sets.items()}
+    finally:
+        grouped.FP8_TILE_RATE = shipped
+    out["shipped"] = (0, shipped, fitted)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--fit", action="store_true", help="fit grouped.FP8_TILE_RATE first")
     args = ap.parse_args(argv)
     files = dict(FILES, published=_published())
     md = args.markdown
+    if args.fit:
+        res = fit_fp8(files)
+        _, shipped, fitted = res.pop("shipped")
+        print(f"FP8_TILE_RATE fitted {fitted:.3f} (shipped {shipped:.3f}); time MAPE 1.0 -> fitted:")
+        for key, (n, b, a) in res.items():
+            print(f"  {key}: {n} rows, {100 * b:.1f} % -> {100 * a:.1f} %")
+        print()
     print("| run | kernel | rows | per call (us) | per wave (us) | x priced | MAPE | with fit |"
           if md else "run, kernel: rows, left over a call / a wave / x priced, MAPE -> with fit")
     if md:
