@@ -85,7 +85,8 @@ def _row(ctx, case: str, label: str, g: int, r: int, k: int, n: int, secs: float
                 "torch._scaled_mm of every group's rows against one group's weight")
         + f" e4m3, row-wise scales, bf16 out, use_fast_accum={fast}")
     ctx["add"](id=f"{ctx['tag']}-{case}-{label}", kind="gemm_grouped" if grouped else "gemm",
-               implementation="cutlass" if grouped else "cublas", dtype=dtype, m=g * r, n=n, k=k,
+               implementation="cublas" if label == "dense-bf16" else "cutlass",  # row-wise
+               dtype=dtype, m=g * r, n=n, k=k,  # _scaled_mm is aten's RowwiseScaledMM.cu CUTLASS kernel
                groups=g if grouped else "", measured_unit="TFLOP/s",
                measured_value=f"{2 * g * r * n * k / secs / 1e12:.5g}",
                note=f"{how}; {g} groups of {r} rows; one CUDA graph of 10 calls between two events, "
