@@ -36,6 +36,30 @@ if TYPE_CHECKING:
     from trainsim.pricing import Priced, Pricer
 
 
+def deferral_problem(cfg: RunConfig) -> str | None:
+    """Why the run's output-layer deferral (stated, or its profile's default at this batch:
+    ``deferred_microbatches``) cannot be priced, from the config alone, or None: the service
+    refuses such a job before queueing it, in the words :func:`deferral` raises (robust63: it
+    queued ``zb_h1`` under mlperf-nemo's default, refused only when priced)."""
+    if not deferred_microbatches(cfg, cfg.num_microbatches):
+        return None
+    p = cfg.parallel
+    said = "" if p.defer_embedding_wgrad_compute is not None else \
+        f" (on by default under training.framework={cfg.training.framework} at this batch)"
+    if p.pipeline_schedule not in (None, "1f1b", "interleaved_1f1b") or \
+            p.effective_zero_stage == 3 or combined_1f1b(cfg) or cfg.model.mtp_num_layers \
+            or deepspeed_loss_read(cfg):
+        return (f"parallel.defer_embedding_wgrad_compute{said} is modelled under Megatron's "
+                "1F1B / interleaved schedules without ZeRO-3, combined 1F1B or MTP layers; set "
+                "it false")
+    if cfg.training.gradient_accumulation_fusion is False:
+        # Megatron-LM 7094270c6f model_parallel_config.py L372-376 refuses it (the drain
+        # accumulates into main_grad with the fused wgrad GEMM)
+        return (f"parallel.defer_embedding_wgrad_compute{said} needs gradient accumulation "
+                "fusion; training.gradient_accumulation_fusion is false")
+    return None
+
+
 @dataclass(frozen=True, eq=False)
 class Deferral:
     """The deferral of one iteration's graph: ``n`` micro-batches (the first ``n``) run the
@@ -57,18 +81,8 @@ def deferral(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk], m: int,
     # where every micro-batch defers, a truncated run of the steady state (``steady_state``)
     # defers each of its own and drains the iteration's: the iteration less whole periods
     n = m if total == cfg.num_microbatches else min(total, m)
-    p = cfg.parallel
-    if p.pipeline_schedule not in (None, "1f1b", "interleaved_1f1b") or \
-            p.effective_zero_stage == 3 or combined_1f1b(cfg) or cfg.model.mtp_num_layers \
-            or deepspeed_loss_read(cfg):
-        raise ConfigError("parallel.defer_embedding_wgrad_compute is modelled under Megatron's "
-                          "1F1B / interleaved schedules without ZeRO-3, combined 1F1B or MTP "
-                          "layers; set it false")
-    if cfg.training.gradient_accumulation_fusion is False:
-        # Megatron-LM 7094270c6f model_parallel_config.py L372-376 refuses it (the drain
-        # accumulates into main_grad with the fused wgrad GEMM)
-        raise ConfigError("parallel.defer_embedding_wgrad_compute needs gradient accumulation "
-                          "fusion; training.gradient_accumulation_fusion is false")
+    if problem := deferral_problem(cfg):
+        raise ConfigError(problem)
     key = ("deferred_wgrad", n, total)
     hit = memo.get(key)
     if hit is None:

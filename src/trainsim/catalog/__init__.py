@@ -445,6 +445,9 @@ def _cluster_section(raw: Any) -> ClusterConfig:
             fields[si] = _scaled(fields.pop(key), f"cluster.{key}", scale)
     fields["gpu"] = spec
     db = fields.get("compute_db")
+    if db is not None and not isinstance(db, str):  # robust63: 1 / true read as a file name
+        raise ConfigError(f"cluster.compute_db must be a kernel database file (trainsim "
+                          f"profile's JSON), auto or none, got {_kind(db)}")
     if isinstance(db, str) and db.strip().lower() in ("none", "auto"):
         db = fields["compute_db"] = db.strip().lower() if db.strip().lower() == "auto" else None
     if isinstance(db, str) and db.strip() not in ("auto", ""):  # 'none' is roofline, as

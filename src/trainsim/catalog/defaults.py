@@ -169,6 +169,17 @@ def gpu_arch(gpu: Any) -> str | None:
     return None if arch is None else f"sm{arch}"
 
 
+def _v_schedule(text: Any) -> bool:
+    """Whether a raw ``parallel.pipeline_schedule`` names a V schedule (zb_v, dualpipe_v: two
+    chunks a rank, vpp 2 whether said or not); an unknown name is left to ``ParallelConfig``."""
+    from trainsim.config.schedule_names import V_SCHEDULES, schedule_name
+
+    try:
+        return schedule_name(str(text)) in V_SCHEDULES
+    except ConfigError:
+        return False
+
+
 def _looped_bfs(text: Any) -> bool:
     """Whether a raw ``parallel.pipeline_schedule`` names the looped BFS schedule (an unknown
     name is left for ``ParallelConfig`` to refuse)."""
@@ -260,6 +271,14 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
         raise ConfigError(f"parallel.vpp={vpp} but {where} has no interleaved pipeline "
                           f"(source: {short_source(profile.source)})")
     sched = parallel.get("pipeline_schedule")
+    pp = next((parallel[k] for k in ("pipeline_model_parallel_size", "pp",
+                                     *(k for k, v in SYNONYMS["parallel"].items() if v == "pp"))
+               if k in parallel), 1)
+    if _given(sched) and _v_schedule(sched) and _number(pp) > 1 and \
+            profile.supports("interleaved_pipeline") is False:  # robust63: vpp=2 set unsaid
+        raise ConfigError(f"parallel.pipeline_schedule={sched!r} places two model chunks per "
+                          f"rank as a V but {where} has no interleaved pipeline (source: "
+                          f"{short_source(profile.source)})")
     if _given(sched) and _looped_bfs(sched) and profile.supports("looped_bfs_schedule") is not True:
         raise ConfigError(f"parallel.pipeline_schedule={sched!r} but {where} does not run "
                           "torch.distributed.pipelining's ScheduleLoopedBFS (profile feature "

@@ -447,8 +447,9 @@ def nothing_found(result: Any) -> ConfigError:
     b = result.base
     over = getattr(result, "over_limit", None)
     if result.stats.enumerated and over and not any(e.fits for e in result.evaluated):
+        algo = " and the forced cluster.nccl_algo" if ": cluster.nccl_algo=" in over else ""
         return ConfigError("no configuration fits in memory and can be simulated within the "
-                           f"work limits, e.g. {over}")
+                           f"work limits{algo}, e.g. {over}")
     if result.stats.enumerated:
         return ConfigError("no configuration fits in memory; try more GPUs, a smaller "
                            "--global-batch or --seq, or allow recompute/ZeRO")

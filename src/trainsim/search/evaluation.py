@@ -14,7 +14,9 @@ from typing import Any, NamedTuple
 from trainsim.engine import gc_paused
 from trainsim.engine import loop as engine_loop
 from trainsim.engine.loop import runs_shared
+from trainsim.errors import ConfigError
 from trainsim.limits import WorkLimitError
+from trainsim.network.forced_algo import forces_algo
 from trainsim.pricing import shared
 from trainsim.search.lower_bounds import Bounds, lower_bound_s, peak_gemm_rate
 from trainsim.search.space import Base, Candidate, drop_parallels
@@ -100,11 +102,18 @@ def evaluate_runnable(candidate: Candidate, base: Base) -> Evaluation | Skipped:
     TP1 PP1 DP8 mb2, 262,144 micro-batches, 524,353 tasks), or over another limit the up-front
     check does not count (a schedule's positions, the flow backend's flow-steps). Such a
     candidate cannot be simulated: the search skips it as it skips one over the limit up front,
-    instead of ending with its error (edge48)."""
+    instead of ending with its error (edge48). So is one whose simulation refuses a forced
+    ``cluster.nccl_algo`` on a collective the config alone does not show it runs (robust62
+    Lead 2: a broadcast, a sharded optimizer's parameter gather; ``network.forced_algo``):
+    the search goes on to the candidates the algorithm can run."""
     try:
         return evaluate(candidate, base)
     except WorkLimitError as exc:
         return Skipped(candidate, str(exc))
+    except ConfigError as exc:
+        if forces_algo(base.cluster) and str(exc).startswith("cluster.nccl_algo="):
+            return Skipped(candidate, str(exc))
+        raise
 
 
 _RATE: list[tuple[Base, float]] = []

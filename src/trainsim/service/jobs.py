@@ -55,12 +55,15 @@ def _simulate(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: 
         _bound_gpus(cfg.cluster.num_gpus, "config.cluster.num_gpus", limits)
         trace, want_plot = _flag(opts, "trace"), _flag(opts, "plot")
         if not run:
+            from trainsim.deferred_wgrad import deferral_problem
             from trainsim.network.forced_algo import forced_algo_problem
             from trainsim.pipeline import schedule_refusal
 
             # simulate would refuse it once it ran (collfab61: a forced nccl_algo a group of
-            # the run cannot run, refused before the job is queued)
-            if refusal := schedule_refusal(cfg) or forced_algo_problem(cfg):
+            # the run cannot run, refused before the job is queued; robust63: an output-layer
+            # deferral its schedule cannot run)
+            if refusal := schedule_refusal(cfg) or forced_algo_problem(cfg) or \
+                    deferral_problem(cfg):
                 raise ConfigError(refusal)
             return None
         from trainsim.report import write_chrome_trace

@@ -135,7 +135,8 @@ DB_WORDS = ("auto", "none", "null", "")
 
 def _no_kernel_db(value: Any, field: str) -> None:
     """cluster.compute_db names a file on the server unless it is one of ``DB_WORDS``."""
-    if value is not None and str(value).strip().lower() not in DB_WORDS:
+    if isinstance(value, str) and value.strip().lower() not in DB_WORDS:  # (not text: the
+        # config's own refusal, in simulate's words)
         raise RequestError(field, f"{field}: the server does not read files; give auto (the "
                            "kernel database bundled for the GPU) or none")
 
