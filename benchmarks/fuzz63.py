@@ -176,12 +176,14 @@ def _offload_check(fw: str, version: str, n: Any, recompute: str, pp: int) -> st
     raw["training"].update(framework=fw, framework_version=version)
     kind, got = _cli_run(raw, f"offload {fw} {version} {n}")
     try:
-        recorded = framework_profile(fw, version).supports("cpu_offloading")
+        profile = framework_profile(fw, version)
+        recorded = profile.supports("cpu_offloading")
+        said = "cpu_offloading" in profile.features  # null: it has it, no recipe says who used it
     except Exception:  # noqa: BLE001 - the CLI's answer is graded
-        recorded = "?"
+        recorded, said = "?", True
     if kind == "ok" and recorded is False and n:
         return "cpu offloading taken under a profile that records none"
-    if kind == "ok" and recorded is None and n:
+    if kind == "ok" and not said and n:
         UNRECORDED.add(f"{fw}@{version}")
     if kind == "refused" and recorded is False and "cpu_offloading" in got and \
             "source:" not in got:
