@@ -242,12 +242,15 @@ def twin_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Case]]
 
 # ------------------------------------------------------------------------------ searchforced
 
-def _search_forced(gpus: int, algo: str, tp: str, gpn: int) -> str | None:
+def _search_forced(gpus: int, algo: str, tp: str, gpn: int, fw: str | None) -> str | None:
     args = [*fuzz62.SEARCH, "--gpus", str(gpus), "--tp", tp, "--gpus-per-node", str(gpn),
             "--set", f"cluster.nccl_algo={algo}"]
     options = {"model": "gpt3-350m", "gpus": gpus, "global_batch": 16, "seq": 512,
                "max_micro_batch": 1, "overlap": "off", "tp": tp, "gpus_per_node": gpn,
                "set": [f"cluster.nccl_algo={algo}"]}
+    if fw:  # a stack whose broadcasts / parameter gathers are refused only when priced
+        args += ["--set", f"training.framework={fw}"]
+        options["set"].append(f"training.framework={fw}")
     if algo == "collnet":
         args += ["--set", "cluster.in_network_reduction=true"]
         options["set"].append("cluster.in_network_reduction=true")
@@ -267,8 +270,10 @@ def searchforced_cases(workdir: str, rng: random.Random) -> Callable[[], Iterato
             algo = rng.choice(["tree", "pat", "nvls", "nvls_tree", "collnet"])
             tp = rng.choice(["8,1", "8,4,1", "4,2,1", "2,1", "8,2"])
             gpn = rng.choice([8, 8, 4, 2])
-            yield f"searchforced {gpus} {algo} --tp {tp} --gpus-per-node {gpn}", (
-                lambda g=gpus, a=algo, t=tp, n=gpn: _search_forced(g, a, t, n))
+            fw = rng.choice([None, None, "internevo", "pytorch", "megatron-deepspeed",
+                             "deepspeed"])
+            yield f"searchforced {gpus} {algo} --tp {tp} --gpus-per-node {gpn} {fw}", (
+                lambda g=gpus, a=algo, t=tp, n=gpn, f=fw: _search_forced(g, a, t, n, f))
     return cases
 
 
