@@ -47,7 +47,8 @@ def test_both_rows_are_read_by_the_profile_and_price_its_memory():
         assert "framework" not in (res.extra.get("read_as") or {}), res.extra["read_as"]
         assert abs(res.predicted_memory_gib / res.measured_memory_gib - 1) < 0.03, row["id"]
         err[row["id"]] = res.predicted / res.measured - 1
-    # colossalai62: +18.0 % (7B: unchanged from the fallback's torchtitan reading), -8.3 %
-    assert 0.10 < err["cai-llama2-7b-h200-8"] < 0.25, err
-    assert -0.15 < err["cai-llama2-70b-b200-16"] < 0.0, err
-    assert sum(abs(e) for e in err.values()) / len(err) < 0.16, err
+    # colossalai62: +18.0 % (7B: unchanged from the fallback's torchtitan reading), -8.3 %;
+    # mech63 (shardformer's fused RMSNorm, ``fused_norm_modules``): +9.6 %, -14.3 %
+    assert 0.0 < err["cai-llama2-7b-h200-8"] < 0.14, err
+    assert -0.20 < err["cai-llama2-70b-b200-16"] < -0.05, err
+    assert sum(abs(e) for e in err.values()) / len(err) < 0.14, err

@@ -162,29 +162,20 @@ def test_depth_and_micro_checks_fire_on_a_wrong_result(sweep):
     assert {c for c, _ in sweep.check_micro(cfg, fat)} == {"micro_memory"}
 
 
-APART = ("colossalai",)
-"""Profiles drawn apart (a longer list changes every later draw of a seed). The 55th to 62nd
-sessions drew the JAX profiles and flash-attention / fast-llm apart too: with them in the list
-seed 3 reached a gpt3-5b run (256 GPUs, tp 8, pp 4, seq 8192, FA2 with dropout; nanotron or
-meta-llama3) whose H200 step was slower than its H100 one. The H200's kernel database timed FA2
-and the H100's did not, so the two GPUs priced it from two models; each now reads a kind its own
-records lack from the other's (``compute.chain.twin_database``, h200inv62), and they are back in
-the list. colossalai (colossalai62) stays apart: with it in the list seed 3 reaches an
-olmoe-1b-7b run on 16 MI355X (pytorch, cp 2, ep 2, seq 4096) whose micro-batch 4 holds less
-memory than micro-batch 2 (85.6 < 87.5 GiB: buffers 22.8 -> 25.1 GiB at micro 2), which main
-b26738d9 gives too: a lead of h200inv62 (RESULTS.md), not of the H200 / H100 pricing."""
+# Every profile is in the seeded sample. The 55th to 62nd sessions drew some apart (a
+# longer list changes every later draw of a seed): the JAX profiles and flash-attention / fast-llm
+# until h200inv62 priced FA2 on the H100 and the H200 from the same records
+# (``compute.chain.twin_database``), colossalai until mech63: with it in the list seed 3 reaches
+# an olmoe-1b-7b run on 16 MI355X (pytorch, cp 2, ep 2) whose micro-batch 4 holds less than its
+# micro-batch 2 (85.6 < 87.5 GiB). That is the plain loop's ``zero_grad(set_to_none=True)``: a
+# step of one micro-batch peaks at the loss before any gradient exists, where two micro-batches
+# hold the first one's gradients there (``memory.estimate._grads_at_backward``, measured on the
+# H200 step rows); the micro-batch check now spares those gradients alone (``check_micro``).
 
 
 def test_a_seeded_sample_breaks_no_hard_invariant(sweep):
-    frameworks = [f for f in sweep.FRAMEWORKS if f not in APART]
-    found, valid, _ = sweep.sweep(seed=3, n=60, budget=120, frameworks=frameworks)
+    found, valid, _ = sweep.sweep(seed=3, n=60, budget=120, frameworks=list(sweep.FRAMEWORKS))
     assert valid == 60
-    assert not {c for c in found if c in HARD}, {c: found[c][:2] for c in found if c in HARD}
-
-
-def test_a_seeded_sample_of_the_profiles_drawn_apart_breaks_no_hard_invariant(sweep):
-    found, valid, _ = sweep.sweep(seed=3, n=8, budget=120, frameworks=list(APART))
-    assert valid == 8
     assert not {c for c in found if c in HARD}, {c: found[c][:2] for c in found if c in HARD}
 
 

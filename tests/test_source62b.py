@@ -61,5 +61,6 @@ def test_the_rows_predict_within_the_profile_bands():
         assert "read_as" not in res.extra or "framework" not in res.extra["read_as"], row["id"]
         if row["id"] == "cai-llama2-7b-h200-8":
             assert abs(res.predicted_memory_gib / res.measured_memory_gib - 1) < 0.03
-    assert 0.10 < err["cai-llama2-7b-h200-8"] < 0.25, err
-    assert -0.15 < err["cai-llama2-70b-b200-16"] < 0.0, err
+    # colossalai62: +18.0 / -8.3 %; mech63 (shardformer's fused RMSNorm): +9.6 / -14.3 %
+    assert 0.0 < err["cai-llama2-7b-h200-8"] < 0.14, err
+    assert -0.20 < err["cai-llama2-70b-b200-16"] < -0.05, err

@@ -131,9 +131,10 @@ FILES = [
     # source62b (first prediction through the no-profile path: Colossal-AI has none): 2 rows MAPE
     # 22.7 %; the 7B row's micro-batch stated (benchmark.py's loop): 23.3 %, 7B H200 +18.0 %
     # (read as torchtitan), 70B B200 -28.5 % (read as megatron-core): test_source62b.py;
-    # colossalai62's profile: 13.1 %, 7B +18.0 %, 70B -8.3 % (memory 1.0 %): test_colossalai62.py
+    # colossalai62's profile: 13.1 %, 7B +18.0 %, 70B -8.3 % (memory 1.0 %): test_colossalai62.py;
+    # mech63 (shardformer's FusedRMSNorm beside the eager modules): 11.9 %, +9.6 %, -14.3 %
     CheckFile("colossalai", 2, script="source62b_colossalai_rows.py",
-              mirrors=("hpcaitech+ColossalAI",), mape=0.15, band=(-0.15, 0.22)),
+              mirrors=("hpcaitech+ColossalAI",), mape=0.13, band=(-0.18, 0.14)),
     # source63 (first prediction through the no-profile path, read as torchtitan: accelerate has
     # no profile): 2 rows MAPE 6.6 %, bf16 -5.6 %, fp8 -7.5 %; the published figures are rounded
     # ("~8000", "~10000"): test_source63_accelerate.py

@@ -227,7 +227,7 @@ def mtp_input_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     and output head shared with the main model). The rolls of the token and position ids
     (tens of kilobytes) are not priced."""
     h = cfg.model.hidden_size
-    impl = norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm)
+    impl = norm_impl(cfg.model.normalization, h, sh.eager_norms, sh.compiled, sh.norm)
     return [*embedding_forward(cfg, sh), *mtp_norms(cfg, sh, impl),
             Elementwise("mtp_concat", bytes=4 * sh.norm_tokens * h * ACT)]
 
@@ -252,7 +252,7 @@ def mtp_input_backward(cfg: RunConfig, sh: Shard, again: bool = False) -> list[O
     once: each further depth (``again``) looks the same copy up again, and autograd sums that
     lookup's table gradient into it as at pp 1."""
     h = cfg.model.hidden_size
-    impl = norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm)
+    impl = norm_impl(cfg.model.normalization, h, sh.eager_norms, sh.compiled, sh.norm)
     ops: list[Op] = []
     for norm in mtp_norms(cfg, sh, impl):
         nbytes, kernels = backward_bytes(norm)
@@ -272,7 +272,7 @@ def mtp_input_backward(cfg: RunConfig, sh: Shard, again: bool = False) -> list[O
 def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     """Final norm, logits (vocab-parallel GEMM) and cross-entropy (fp32 softmax)."""
     h, v = cfg.model.hidden_size, padded_vocab(cfg) // sh.tp
-    impl = norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm)
+    impl = norm_impl(cfg.model.normalization, h, sh.eager_norms, sh.compiled, sh.norm)
     ops: list[Op] = [norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h, impl,
                              sh.stream_bytes, full_wave_norm(impl, sh.compiled))]
     dtype = "bf16" if sh.dtype == "fp8" else sh.dtype  # the output layer stays 16-bit
@@ -315,7 +315,7 @@ def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op], deferred: bool = Fal
         kind = "reduce_scatter" if sh.sp else "all_reduce"
         ops.append(Comm(f"head.{kind}.bwd", kind, sh.tokens * h * ACT, "tp",
                         overlap_with_previous=not deferred, in_tp_overlap=False))
-    impl = norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm)
+    impl = norm_impl(cfg.model.normalization, h, sh.eager_norms, sh.compiled, sh.norm)
     norm = norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h, impl,
                    sh.stream_bytes)
     nbytes, kernels = backward_bytes(norm)

@@ -137,7 +137,7 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
 
     # --- attention block (with the MLP beside it in a parallel block: one norm, one TP entry
     # and one TP exit for both, as GPT-J / PaLM / MegaScale compute y = x + attn(n) + mlp(n))
-    norm = norm_impl(m.normalization, h, sh.eager, sh.compiled, sh.norm)
+    norm = norm_impl(m.normalization, h, sh.eager_norms, sh.compiled, sh.norm)
     wave = full_wave_norm(norm, sh.compiled)  # Transformer Engine's / apex's grid: all SMs
 
     def post_norm(name: str) -> None:
@@ -177,7 +177,8 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         if sh.qkv_relayout:
             ops.append(qkv_relayout_op(T, q_loc, kv_loc))
         if m.qk_layernorm:  # per-head norms of queries and keys (Qwen3, OLMo 2)
-            qk = norm_impl(m.normalization, m.kv_channels, sh.eager, sh.compiled, sh.norm)
+            qk = norm_impl(m.normalization, m.kv_channels, sh.eager_norms, sh.compiled,
+                           sh.norm)
             ops.append(norm_op("qk_norm", m.normalization, T * (q_loc + kv_loc), qk,
                                calls=1 if sh.compiled else QK_NORM_CALLS,
                                full_wave=full_wave_norm(qk, sh.compiled)))
@@ -342,8 +343,8 @@ def _mla_projections(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     heads, rope = m.num_attention_heads // t, m.qk_pos_emb_head_dim
     local = sh.mla_local_down
     # the latents' norms: the framework's fused norm modules (``full_wave_norm``)
-    wave = full_wave_norm(norm_impl(m.normalization, m.kv_lora_rank or 0, sh.eager,
-                                    sh.compiled, sh.norm), sh.compiled)
+    wave = full_wave_norm(norm_impl(m.normalization, m.kv_lora_rank or 0,
+                                    sh.eager_norms, sh.compiled, sh.norm), sh.compiled)
     rows, sp = (T // t, "gather") if local else (T, "")
     if m.q_lora_rank:
         linear(ops, sh, "q_down_proj", rows, m.q_lora_rank, h)

@@ -103,7 +103,7 @@ def mamba_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     h, T, nt = m.hidden_size, sh.tokens, sh.norm_tokens
     d, c, heads, groups, q, p, n = _sizes(cfg, sh)
     ops: list[Op] = []
-    norm = norm_impl(m.normalization, h, sh.eager, sh.compiled, sh.norm)
+    norm = norm_impl(m.normalization, h, sh.eager_norms, sh.compiled, sh.norm)
     ops.append(norm_op("mamba_norm", m.normalization, nt * h, norm, sh.stream_bytes,
                        full_wave_norm(norm, sh.compiled)))
     tp_enter(ops, sh, h, "mamba")

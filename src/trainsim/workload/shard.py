@@ -112,6 +112,10 @@ class Shard:
     """The MLP's two GEMMs are separate Transformer Engine ``Linear`` modules, each with its own
     fp8 scaling update (llm-foundry's MPT under ``fc_type: te``), not one ``LayerNormMLP``."""
     norm: str = "fused"  # training.norm: how the framework's own norms run
+    own_norms: bool = False
+    """The framework swaps its own norm modules into the model whose other modules run eagerly
+    (the profile's ``fused_norm_modules``: Colossal-AI's shardformer puts apex's FusedRMSNorm
+    in place of Hugging Face's LlamaRMSNorm); ``norm`` then says how they run."""
     gelu_epilogue: bool = False
     """The MLP's GELU runs in fc1's and fc2's GEMM epilogues (the profile's
     ``gelu_gemm_epilogue`` on this GPU; ``workload.act_epilogue``)."""
@@ -251,6 +255,11 @@ class Shard:
         return self.fp8_dtensor_tp and self.fp8_recipe == "current"
 
     @property
+    def eager_norms(self) -> bool:
+        """The model's norm modules run as eager PyTorch ops (``elementwise.norm_impl``)."""
+        return self.eager and not self.own_norms
+
+    @property
     def norm_tokens(self) -> int:
         """Tokens a norm/dropout kernel touches on this rank (SP shards them over TP)."""
         return self.tokens // self.tp if self.sp else self.tokens
@@ -375,6 +384,7 @@ def shard_of(cfg: RunConfig) -> Shard:
                  split_projections=separate_projections(cfg),
                  autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8",
                  compiled=t.compile, norm="xla" if xla_norms(cfg) else t.norm,
+                 own_norms=bool(profile_supports(cfg, "fused_norm_modules")),
                  gelu_epilogue=gelu_in_epilogue(cfg),
                  fp8_local_cast=t.dtype == "fp8" and p.tp > 1 and p.sequence_parallel
                  and profile_supports(cfg, "fp8_cast_before_gather"),
