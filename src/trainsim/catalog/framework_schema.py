@@ -345,6 +345,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # (``modules: eager``); ``norm`` says how it runs (Colossal-AI shardformer's FusedRMSNorm
     # in place of Hugging Face's LlamaRMSNorm; workload.shard ``Shard.eager_norms``)
     "fused_norm_modules": _nullable(_bool),
+    # the unfused attention casts its scores to fp32, scales them and masks them with
+    # torch.where before an fp32 softmax (Fast-LLM's _attn_fused; workload.where_scores), in
+    # place of Hugging Face's eager chain where ``softmax_fp32_saved`` holds
+    "fp32_where_scores": _nullable(_bool),
     # the fused qkv output is laid out for flash-attn by PyTorch copies (nanotron's
     # CausalSelfAttention: Q, K, V permuted contiguous, K and V concatenated and permuted
     # contiguous again for the rotary kernel), the attention output transposed back to
@@ -518,7 +522,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "looped_bfs_schedule", "embedding_wgra
     "delay_wgrad_compute",
     "moe_shared_experts_attn_node",
     "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type", "scaled_rope_unfused",
-    "complex_rope", "eager_glu", "fused_norm_modules", "qkv_relayout_copies", "fp32_grad_add",
+    "complex_rope", "eager_glu", "fused_norm_modules", "fp32_where_scores", "qkv_relayout_copies", "fp32_grad_add",
     "unfused_grad_accumulation",
     "clip_unsharded_grads", "zero1_gather_copies", "p2p_tensor_metadata",
     "softmax_args_swapped", "megatron_batch_fn", "ds_loss_item_sync", "fsdp_pp_unsharded", "pp_unshard_window",

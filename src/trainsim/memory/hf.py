@@ -28,6 +28,7 @@ compiled ones sit on 6, 4, 4, 6 within 0.3 %; Qwen3's q/k norms on 6.
 
 from __future__ import annotations
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.hf_activations import gated_saved_beyond_fused
 from trainsim.workload.shard import kv_repeated
@@ -49,6 +50,12 @@ the same way, but no ModelConfig field marks a Gemma 1 model (its norms are pric
 LLAMA_NORM_PER_ELEMENT = 6
 """Bytes Llama's eager RMSNorm keeps per element (fp32 input, 16-bit normed tensor), Qwen3's
 q/k norms the same (``EAGER_PER_TOKEN["qk_norm"]``)."""
+FUSED_NORM_PER_ELEMENT = 2
+"""Bytes an apex FusedRMSNorm keeps per element: its 16-bit input (and an fp32 scalar a row),
+``ctx.save_for_backward(input_, weight_, invvar)`` unless memory_efficient (NVIDIA/apex@6424da3b
+apex/normalization/fused_layer_norm.py L202-220), where a framework swaps it in for the eager
+modules' norms (profile ``fused_norm_modules``: Colossal-AI's shardformer, which leaves
+memory_efficient off)."""
 OUTPUT_PER_H = 2
 """The layer's 16-bit output, counted in the per-token sums above; not kept by this layer."""
 AUTOCAST_PER_TOKEN = {"h": 26, "q": 4, "kv": 4, "f": 8, "qk_norm": 6}
@@ -129,4 +136,7 @@ def hf_layer_bytes(cfg: RunConfig) -> float:
         width += 2 * norm * m.hidden_size
     if gemma:  # the input and pre-feedforward norms, inside per["h"] at Llama's 6 each
         width += 2 * (GEMMA_NORM_PER_ELEMENT - LLAMA_NORM_PER_ELEMENT) * m.hidden_size
+    elif per is EAGER_PER_TOKEN and profile_supports(cfg, "fused_norm_modules"):
+        # the input and post-attention norms swapped for apex's kernel (mech63)
+        width -= 2 * (LLAMA_NORM_PER_ELEMENT - FUSED_NORM_PER_ELEMENT) * m.hidden_size
     return tokens * width

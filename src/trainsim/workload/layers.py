@@ -61,6 +61,7 @@ from trainsim.workload.softmax import (
 )
 from trainsim.workload.te_unfused import te_unfused_ops
 from trainsim.workload.unpad import pad_op, triton_grad_op, unpad_ops
+from trainsim.workload.where_scores import where_score_ops
 from trainsim.workload.xla_layers import xla_softmax_ops
 
 PARALLEL_MLP_NORM = "parallel_mlp_norm"
@@ -244,8 +245,11 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             ops.append(flex_sink_rescale(core.batch * core.heads * core.q_len, core.head_dim,
                                          sh.compiled))
         if core.impl == "unfused" and profile_supports(cfg, "softmax_fp32_saved"):
-            # Hugging Face's eager attention: scale, fp32 mask add, fp32 softmax, cast
-            ops.extend(hf_eager_score_ops(core.batch * core.heads * core.pairs))
+            # Hugging Face's eager attention: scale, fp32 mask add, fp32 softmax, cast; or
+            # Fast-LLM's: cast up, scale, where-mask, fp32 softmax, cast (mech63)
+            chain = where_score_ops if profile_supports(cfg, "fp32_where_scores") \
+                else hf_eager_score_ops
+            ops.extend(chain(core.batch * core.heads * core.pairs))
         ops.extend(te_unfused_ops(cfg, core))  # Transformer Engine's mask and fp32 fallback
         ops.extend(xla_softmax_ops(cfg, core))  # Praxis's fp32 softmax as XLA's fusions
         if sh.softmax_args_swapped and core.impl == "unfused" and not fused_softmax_runs(
