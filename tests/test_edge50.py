@@ -49,7 +49,8 @@ def test_a_zb_2p_search_that_does_not_settle_is_counted_as_it_runs(monkeypatch):
 
     args = (4, 400, (3, 4, 2), 1, 8.0, Fraction(1, 2))
     zb_search.choose(*args)  # settles: under any limit that admitted the estimate
-    monkeypatch.setattr(zb_search, "settle", lambda *a: None)
+    # no state repeats (speed63: choose runs its probes as one search, zb_search._probed)
+    monkeypatch.setattr(zb_search, "_repeat", lambda *a: None)
     monkeypatch.setenv("TRAINSIM_MAX_TASKS", "2000")  # the estimate: ~600 tasks' worth
     with pytest.raises(WorkLimitError, match="not settled into a period"):
         zb_search.choose(*args)

@@ -89,7 +89,8 @@ def test_profile_merge_onto_the_same_device_measures(tmp_path, monkeypatch):
 def _not_settling(monkeypatch, limit: int) -> tuple:
     from trainsim.workload import zb_search
 
-    monkeypatch.setattr(zb_search, "settle", lambda *a: None)
+    # no state repeats (speed63: choose runs its probes as one search, zb_search._probed)
+    monkeypatch.setattr(zb_search, "_repeat", lambda *a: None)
     monkeypatch.setenv("TRAINSIM_MAX_TASKS", str(limit))
     return zb_search.choose, (4, 400, (3, 4, 2), 1, 8.0, Fraction(1, 2))
 

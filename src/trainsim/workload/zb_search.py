@@ -191,6 +191,13 @@ class _Builder:
         while self.pending_w(stage):
             self.place(stage, "W")
 
+    def shorten(self, m: int) -> None:
+        """Run on as the search for ``m`` micro-batches (fewer than built for): the same
+        search while no stage has placed more than ``m - 2`` forwards, the count read only
+        through ``self.m`` (the ends' lists stay longer; no pass past ``m`` is placed)."""
+        assert max(placed["F"] for placed in self.placed) <= m - 2 <= self.m - 2
+        self.m = m
+
     # ---------------------------------------------------------------- warm-up
 
     def warm_up(self) -> None:
@@ -304,6 +311,9 @@ def build_order(pp: int, m: int, cost: tuple[float, float, float], comm: float, 
     """One variant's per-stage orders of F, I and W passes and its longest stage span, for
     ``pp`` stages and ``m`` micro-batches with pass times ``cost`` (F, I, W), send time
     ``comm`` and a cap of ``limit`` micro-batches of activations."""
+    kept = _KEPT.pop((pp, m, cost, comm, limit, w_fraction, variant), None)
+    if kept is not None:
+        return kept
     builder = _Builder(pp, m, cost, comm, limit, w_fraction, variant)
     builder.warm_up()
     for microbatch in range(1, m):
@@ -311,6 +321,21 @@ def build_order(pp: int, m: int, cost: tuple[float, float, float], comm: float, 
     for stage in range(pp):
         builder.drain_w(stage)
     return builder.orders, builder.span()
+
+
+_KEPT: dict[tuple, tuple[list[list[Pass]], float]] = {}
+"""The orders and span of the variant :func:`choose` kept, where it built them for the whole
+``m`` (a variant that does not settle at a probe), by :func:`build_order`'s arguments: taken
+(removed) by the first :func:`build_order` asked for them (``pipeline_schedules.zb_2p``, right
+after its choice), in place of a second build (speed63: 0.5 CPU s of PP64 x 2,048's first
+call). At most two kept (an iteration's two searches: the pipeline's and the memory
+estimate's)."""
+
+
+def _keep(key: tuple, orders: list[list[Pass]], span: float) -> None:
+    while len(_KEPT) >= 2:
+        del _KEPT[next(iter(_KEPT))]
+    _KEPT[key] = orders, span
 
 
 def search(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit: float,
@@ -367,6 +392,21 @@ class Settled:
     rounds: int = 1
 
 
+def _repeat(b: _Builder, microbatch: int, seen: dict) -> tuple | None:
+    """After round ``microbatch``: (the earlier round after which the builder's state
+    (:func:`_state`) was this one, the time between them, the rounds between them, the least
+    count from which it holds), recording the state in ``seen``; None where it is new (or not
+    steady)."""
+    key, ref = _state(b, microbatch)
+    if key is None:
+        return None
+    earlier = seen.setdefault(key, (microbatch, ref))
+    if earlier[0] == microbatch:
+        return None
+    return (earlier[0], ref - earlier[1], microbatch - earlier[0],
+            max(placed["F"] for placed in b.placed) + 2)
+
+
 def _watched(pp: int, cost: tuple[float, float, float], comm: float, limit: float,
              w_fraction: float, variant: Variant, m: int, to_end: bool
              ) -> tuple[_Builder, tuple | None]:
@@ -387,13 +427,7 @@ def _watched(pp: int, cost: tuple[float, float, float], comm: float, limit: floa
                     return b, None  # the count could bind from here on
                 watching = False
                 continue
-            key, ref = _state(b, microbatch)
-            if key is None:
-                continue
-            earlier = seen.setdefault(key, (microbatch, ref))
-            if earlier[0] != microbatch:
-                found = (earlier[0], ref - earlier[1], microbatch - earlier[0],
-                         max(placed["F"] for placed in b.placed) + 2)
+            found = _repeat(b, microbatch, seen)
     for stage in range(pp):
         b.drain_w(stage)
     return b, found
@@ -452,42 +486,121 @@ def settled_span(settled: Settled, m: int, pp: int, cost: tuple[float, float, fl
     return span + (m - base) // settled.rounds * settled.period, base if j else 0
 
 
+def _probed(pp: int, m: int, cost: tuple[int, int, int], comm: int, limit: float,
+            w_fraction: Fraction, variant: Variant, placed: float, built: dict
+            ) -> tuple[float, int | None, int, float]:
+    """What :func:`choose`'s doubling probes and, where none settles, its watched search of
+    ``m`` (:func:`settle_at`) give for one variant, on one search: its span for ``m``, the
+    least count from which its searches settle (None where none), the rounds of the period,
+    and ``placed`` with the probes counted (the same increments, checked in the same order);
+    where it built the whole search of ``m``, its orders go into ``built`` by variant.
+
+    Why one search serves them all. A search for ``q`` micro-batches runs as the one for ``m``
+    > ``q`` while no stage has placed more than ``q - 2`` forwards (the count is read only by
+    the warm-up's and the rounds' tests against it, ``finished``, stage 0's drain and the
+    span), and :func:`settle` stops watching the probe ``q`` exactly when that binds. So the
+    search for ``m`` watched round by round is every probe's: a probe fails when its count
+    could bind before the first repeat of a state (the next probe is counted and watched on),
+    and the first probe that sees the repeat (``from_m <= q``) is finished as ``q``'s own
+    search (``_Builder.shorten``) for its span, as :func:`settle` finishes it. Where every
+    probe failed, the search for ``m`` runs on, as :func:`settle_at`. The probes that failed
+    are not rebuilt from scratch (speed63: PP64 x 2,048 zb_2p's four variants that do not
+    settle ran probes of 520 and 1,040 micro-batches before their search of 2,048)."""
+    first = zb_first_probe(pp)
+    probes = []
+    q = first
+    while q < m:
+        probes.append(q)
+        q *= 2
+    k = 0  # the probe watched: probes[k]; every one failed once k is len(probes)
+
+    def failed() -> None:  # the watched probe did not settle: count the next, or m
+        nonlocal k, placed
+        k += 1
+        placed += (probes[k] if k < len(probes) else m) * pp
+        check_zb_search(placed, pp, m)
+
+    b = _Builder(pp, m, cost, comm, limit, w_fraction, variant)
+    b.warm_up()
+    seen: dict[tuple, tuple[int, float]] = {}
+    found, watching = None, True
+    for microbatch in range(1, m):
+        b.steady_round(microbatch)
+        if not watching:
+            continue
+        top = max(done["F"] for done in b.placed)
+        # a probe fails where its count could bind, or its rounds ended, before a repeat
+        while k < len(probes) and (top > probes[k] - 2 or microbatch >= probes[k]):
+            failed()
+        if top > m - 2:
+            watching = False
+            continue
+        found = _repeat(b, microbatch, seen)
+        if found is None:
+            continue
+        watching = False
+        if not found[1] > 0:
+            found = None  # no probe settles on it, nor the search of m
+        elif k < len(probes):  # the probe probes[k] settles: finished as its own search
+            probe, (r, period, rounds, from_m) = probes[k], found
+            b.shorten(probe)
+            for later in range(microbatch + 1, probe):
+                b.steady_round(later)
+            for stage in range(pp):
+                b.drain_w(stage)
+            if (probe - from_m) % rounds:
+                span_from = build_order(pp, from_m, cost, comm, limit, w_fraction, variant)[1]
+            else:
+                span_from = b.span() - (probe - from_m) // rounds * period
+            settled = Settled(r, from_m, period, span_from, rounds)
+            if rounds > 1:  # shorter searches built for it
+                placed += (2 * probe + rounds) * pp
+                check_zb_search(placed, pp, m)
+            span, _ = settled_span(settled, m, pp, cost, comm, limit, w_fraction, variant)
+            return span, from_m, rounds, placed
+    while k < len(probes):
+        failed()
+    if not probes and m >= first:
+        placed += m * pp
+        check_zb_search(placed, pp, m)
+    for stage in range(pp):
+        b.drain_w(stage)
+    built[variant] = b.orders
+    if found is None:
+        return b.span(), None, 1, placed
+    return b.span(), found[3], found[2], placed
+
+
 def choose(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit: float,
            w_fraction: float) -> tuple[Variant, int | None, int]:
     """The variant :func:`search` keeps for ``m`` micro-batches (the shortest span, the first
     among equals), with its spans worked out from :func:`settle` where the search settles, the
     least micro-batch count from which that variant's searches are one another with periods
     inserted (None where it does not settle: then only ``m`` itself is its search), and the
-    rounds (micro-batches) of its period (1 where it does not settle)."""
+    rounds (micro-batches) of its period (1 where it does not settle). Each variant's probes
+    and its search of ``m`` run as one search (:func:`_probed`)."""
     best: tuple[float, Variant, int | None, int] | None = None
     exact = isinstance(w_fraction, Fraction) and all(isinstance(x, int) for x in (*cost, comm))
     placed = zb_search_positions(pp, m, 0)  # its probes: counted by limits.check_simulation
+    built: dict[Variant, list[list[Pass]]] = {}
     for variant in VARIANTS:
-        settled, probe = None, zb_first_probe(pp)
-        while exact and settled is None and probe < m:
-            if probe > zb_first_probe(pp):
-                placed += probe * pp
-                check_zb_search(placed, pp, m)
-            settled = settle(pp, cost, comm, limit, w_fraction, variant, probe)
-            if settled is not None and settled.rounds > 1:  # shorter searches built for it
-                placed += (2 * probe + settled.rounds) * pp
-                check_zb_search(placed, pp, m)
-            probe *= 2
-        if settled is not None and settled.from_m <= m:
-            span, _ = settled_span(settled, m, pp, cost, comm, limit, w_fraction, variant)
-            from_m, rounds = settled.from_m, settled.rounds
+        if exact:
+            span, from_m, rounds, placed = _probed(pp, m, cost, comm, limit, w_fraction,
+                                                   variant, placed, built)
         else:
             if m >= zb_first_probe(pp):  # counted where it would settle: it did not
                 placed += m * pp
                 check_zb_search(placed, pp, m)
-            if exact:  # the search of m itself, watched as the last probe
-                from_m, rounds, span = settle_at(pp, cost, comm, limit, w_fraction, variant, m)
-            else:
-                span, from_m, rounds = (build_order(pp, m, cost, comm, limit, w_fraction,
-                                                    variant)[1], None, 1)
+            span, from_m, rounds = (build_order(pp, m, cost, comm, limit, w_fraction,
+                                                variant)[1], None, 1)
         if best is None or span < best[0]:
             best = span, variant, from_m, rounds
+            built = {variant: built[variant]} if variant in built else {}
+        else:
+            built.pop(variant, None)
     assert best is not None
+    if best[1] in built:
+        _keep((pp, m, cost, comm, limit, w_fraction, best[1]), built[best[1]], best[0])
     return best[1], best[2], best[3]
 
 
