@@ -23,6 +23,13 @@ about one 400 Gb/s NIC, at 84 MB (Llama 4) and 235 MB (DeepSeek-V3) an all-to-al
 NIC everywhere is refuted by the control: Grok-1 on GB200 (EP 8 over 2 trays, the same release)
 goes +2 -> +48 % (bf16) and -8 -> +53 % (fp8). So the missing time sits with the large expert
 groups (32 / 64 ranks over 8 / 16 trays) run eagerly, not with the NVLink domain as a whole.
+
+``--grace`` prints every GB200 row of the check files, the public and the held-out file, grouped by
+framework, release, dense / MoE and whether the row runs CUDA graphs, at the host cost per launch
+trainsim uses (30 us) and at ``GRACE_US`` (``dsv3_gb200_host.predicted``: ``HOST_S_PER_KERNEL``
+set for the row): NeMo 25.04's eager GB200 rows, dense and MoE, fit at 150 us while its graph
+rows do not move, but the same cost sends Megatron-Bridge 25.11-26.06 MoE rows to +69..+108 %
+(a host cost of the software release on Grace, not one constant).
 """
 
 from __future__ import annotations
@@ -41,6 +48,9 @@ from trainsim.workload.shard import shard_of
 HERE = Path(__file__).parent
 FILES = (HERE / "training_dgxc2505.csv", HERE / "training_dgxc_llama4.csv",
          HERE / "training_dgxc_grok1_2505.csv")
+GRACE_US = 150.0
+"""Host microseconds a launch for the ``--grace`` what-if: about the c* at which NeMo 25.04's
+eager GB200 rows meet their measurements (Llama 4 bf16 175, fp8 131; DeepSeek-V3 178-211, dgxc30)."""
 TRAY_GPUS = 4
 """GPUs of one GB200 compute tray (llama4 / deepseek_v3 launch.sh GPUS_PER_NODE 4)."""
 
@@ -93,11 +103,63 @@ def trays(row: dict[str, str]) -> float | None:
     return predict_training_row({**row, "gpus_per_node": str(TRAY_GPUS)}).predicted
 
 
+def grace_key(row: dict[str, str]) -> tuple[str, str, str, str]:
+    """A GB200 row's group for ``--grace``: framework, release (first 5 characters), dense or
+    MoE, CUDA graphs or eager (as its options cell states)."""
+    moe = "moe" if (row.get("ep") or "1") not in ("", "1") else "dense"
+    graphs = "graphs" if "cuda_graphs" in (row.get("options") or "").split(";") else "eager"
+    return row["framework"], (row.get("framework_version") or "")[:5], moe, graphs
+
+
+def grace_table(paths: list[Path]) -> dict[tuple[str, str, str, str], list[tuple[float, float]]]:
+    """Signed errors (%) of every GB200 row of ``paths`` (first occurrence of an id) at 30 us and
+    at ``GRACE_US`` a launch, by ``grace_key``."""
+    import warnings
+
+    import dsv3_gb200_host as host  # benchmarks/: HOST_S_PER_KERNEL set for one prediction
+
+    out: dict[tuple[str, str, str, str], list[tuple[float, float]]] = {}
+    seen: set[str] = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for path in paths:
+            with open(path, newline="") as fh:
+                rows = list(csv.DictReader(fh))
+            for r in rows:
+                if r.get("gpu") != "gb200" or r["id"] in seen:
+                    continue
+                seen.add(r["id"])
+                m = float(r["measured_iteration_s"])
+                a, b = host.predicted(r, 30.0), host.predicted(r, GRACE_US)
+                out.setdefault(grace_key(r), []).append((100 * (a / m - 1), 100 * (b / m - 1)))
+    return out
+
+
+def print_grace() -> None:
+    paths = sorted(p for p in HERE.glob("training_*.csv"))
+    public = HERE.parent.parent / "shared" / "validation" / "training_public.csv"
+    if public.exists():
+        paths.append(public)
+    table = grace_table(paths)
+    print(f"GB200 rows at 30 / {GRACE_US:.0f} us a launch: n, MAPE %, signed %")
+    for key in sorted(table):
+        v = table[key]
+        n = len(v)
+        print(f"  {' '.join(key):36s} {n:3d}  {sum(abs(a) for a, _ in v) / n:5.1f} -> "
+              f"{sum(abs(b) for _, b in v) / n:5.1f}   {sum(a for a, _ in v) / n:+6.1f} -> "
+              f"{sum(b for _, b in v) / n:+6.1f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", nargs="+", help="row ids (default: every MoE row of the files)")
     ap.add_argument("--no-trays", action="store_true", help="skip the trays-as-nodes what-if")
+    ap.add_argument("--grace", action="store_true", help="only the GB200 rows at a Grace host "
+                    "cost (GRACE_US) against 30 us a launch, by framework / release / graphs")
     args = ap.parse_args()
+    if args.grace:
+        print_grace()
+        return 0
     rows = read_rows()
     ids = args.rows or list(rows)
     print(f"{'row':44s} {'ep':>3s} {'meas':>6s} {'pred':>6s} {'err%':>6s} {'passes':>6s} "

@@ -43,3 +43,13 @@ def test_trays_only_where_the_tensor_parallel_group_fits_a_tray():
     assert DIAG.trays(rows["dgxc2505-llama4-maverick-bf16-h100-512"]) is None
     wide = {**rows[L4], "tp": "8"}
     assert DIAG.trays(wide) is None
+
+
+def test_grace_key_groups_by_framework_release_family_and_graphs():
+    rows = DIAG.read_rows()
+    assert DIAG.grace_key(rows[L4]) == ("nemo", "25.04", "moe", "eager")
+    grok = rows["dgxc2505-grok1-314b-bf16-gb200-128"]
+    assert DIAG.grace_key(grok) == ("nemo", "25.04", "moe", "graphs")
+    dense = {"framework": "megatron-bridge", "framework_version": "26.06.01", "ep": "",
+             "options": "dp_overlap;cuda_graphs_partial"}
+    assert DIAG.grace_key(dense) == ("megatron-bridge", "26.06", "dense", "eager")
