@@ -2,32 +2,34 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Literal
 
-from trainsim.config._build import check_fields, fields_state, require_positive, suggest
+from trainsim.config._build import check_fields, fields_state, require_positive
 from trainsim.config.cached import cached
-from trainsim.config.layout import LAYOUT_RULES, first_last, is_first_last, parse_layout
-from trainsim.config.remat_policies import remat_policy_checked
-from trainsim.config.schedule_names import (
-    ANY_CHUNKS,
-    V_SCHEDULES,
-    schedule_name,
+from trainsim.config.parallel_checks import (
+    DATA_PARALLEL_IMPLS,
+    DP_BUCKETS,
+    RECOMPUTE_MODULES,
+    TP_OVERLAP_METHODS,
+    ZERO3_GATHER,
+    check_data_parallel,
+    check_moe_and_recompute,
+    check_offloading,
+    check_pp_layout,
+    check_schedule,
 )
+from trainsim.config.schedule_names import ANY_CHUNKS, V_SCHEDULES
 from trainsim.config.training import AttentionName
-from trainsim.config.validity import deepspeed_pipeline_problem, zero_stages
-from trainsim.errors import ConfigError, SettingReplaced
+from trainsim.errors import ConfigError
+
+__all__ = ["ALIASES", "ANY_CHUNKS", "DATA_PARALLEL_IMPLS", "DP_BUCKETS", "RECOMPUTE_MODULES",
+           "TP_OVERLAP_METHODS", "V_SCHEDULES", "ZERO3_GATHER", "Dispatcher", "ParallelConfig"]
+# the checks of the fields alone and the names they take: config.parallel_checks (split63),
+# re-exported here as before
 
 Dispatcher = Literal["alltoall", "allgather", "deepep", "hybridep"]
 """Megatron-core's MoE token dispatchers (``moe_token_dispatcher_type``)."""
-
-DATA_PARALLEL_IMPLS = ("megatron", "deepspeed", "fsdp1", "fsdp2", "ddp")
-ZERO3_GATHER = ("per_parameter", "per_unit", "per_block")
-DP_BUCKETS = ("every_chunk", "first_chunk", "fixed", "whole")
-TP_OVERLAP_METHODS = ("userbuffers", "p2p", "fused")
-RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "mlp", "moe_act", "moe",
-                     "shared_experts")
 
 
 @dataclass(frozen=True)
@@ -318,69 +320,9 @@ class ParallelConfig:
                          ddp_bucket_size=self.ddp_bucket_size, dp_replicate=self.dp_replicate,
                          all_reduce_combine_bytes=self.all_reduce_combine_bytes,
                          dp_max_ctas=self.dp_max_ctas)
-        self._check_layout()
-        self._check_schedule()
-        if self.cp_comm_type not in ("p2p", "a2a", "all_gather"):
-            raise ConfigError(f"parallel.cp_comm_type={self.cp_comm_type!r} is unknown; "
-                              "use p2p (ring attention), a2a (Ulysses) or all_gather")
-        if self.data_parallel_impl not in DATA_PARALLEL_IMPLS:
-            raise ConfigError(f"parallel.data_parallel_impl={self.data_parallel_impl!r} is "
-                              f"unknown{suggest(self.data_parallel_impl, DATA_PARALLEL_IMPLS)}; "
-                              f"known: {', '.join(DATA_PARALLEL_IMPLS)}")
-        if self.tp_comm_overlap_method not in TP_OVERLAP_METHODS:
-            raise ConfigError(f"parallel.tp_comm_overlap_method={self.tp_comm_overlap_method!r}"
-                              f" is unknown; known: {', '.join(TP_OVERLAP_METHODS)}")
-        if self.dp_buckets is not None and self.dp_buckets not in DP_BUCKETS:
-            raise ConfigError(f"parallel.dp_buckets={self.dp_buckets!r} is unknown; "
-                              f"known: {', '.join(DP_BUCKETS)}")
-        if self.zero3_gather is not None and self.zero3_gather not in ZERO3_GATHER:
-            raise ConfigError(f"parallel.zero3_gather='{self.zero3_gather}' is unknown; "
-                              f"known: {', '.join(ZERO3_GATHER)}")
-        if self.zero_stage not in (0, 1, 2, 3):
-            raise ConfigError(f"parallel.zero_stage={self.zero_stage} must be 0, 1, 2 or 3")
-        allowed = zero_stages(self.data_parallel_impl)
-        if self.effective_zero_stage not in allowed:
-            # config.validity.ZERO_STAGES: what each engine runs, with its sources
-            given = f"parallel.zero_stage={self.zero_stage}" + (
-                " with distributed_optimizer=true" if self.distributed_optimizer else "")
-            raise ConfigError(f"{given} under parallel.data_parallel_impl="
-                              f"{self.data_parallel_impl}: that engine runs zero_stage "
-                              f"{', '.join(map(str, allowed))} only")
-        if self.dp_replicate > 1 and self.data_parallel_impl == "ddp" and \
-                self.effective_zero_stage == 1:
-            raise ConfigError(f"parallel.dp_replicate={self.dp_replicate} under "
-                              "data_parallel_impl=ddp: ZeroRedundancyOptimizer shards over its "
-                              "one process group, replicas are not modelled; use dp_replicate=1")
-        if self.dp_replicate > 1 and self.data_parallel_impl == "deepspeed":
-            raise ConfigError(f"parallel.dp_replicate={self.dp_replicate} under "
-                              "data_parallel_impl=deepspeed: DeepSpeed's hierarchical "
-                              "partitions (MiCS, ZeRO++ hpZ) are not modelled; use dp_replicate=1")
-        if problem := deepspeed_pipeline_problem(self):
-            raise ConfigError(problem)
-        if self.dp_replicate > 1 and self.effective_zero_stage == 0:
-            # every HSDP form shards: FSDP's HYBRID_SHARD, Megatron's instances of its
-            # distributed optimizer; unsharded data parallelism is one replica per rank already
-            raise ConfigError(f"parallel.dp_replicate={self.dp_replicate} needs a sharded state "
-                              "(zero_stage >= 1 or distributed_optimizer=true): replicas of an "
-                              "unsharded model are plain data parallelism")
-        if self.dp_replicate > 1 and self.effective_zero_stage == 1 and \
-                self.zero1_grad_reduce == "all_reduce" and self.cp > 1:
-            # the whole-gradient all-reduce spans every data-parallel rank (InternEvo's zero1
-            # groups), a group priced without the CP ranks
-            raise ConfigError(f"parallel.dp_replicate={self.dp_replicate} with "
-                              f"zero1_grad_reduce=all_reduce and cp={self.cp} is not modelled; "
-                              "use cp=1 or zero1_grad_reduce=reduce_scatter")
-        if self.data_parallel_impl == "deepspeed" and self.pp > 1 and self.zero_stage >= 2:
-            # DeepSpeed runtime/pipe/engine.py PipelineEngine.__init__: assert
-            # zero_optimization_stage() < 2, "ZeRO-2 and ZeRO-3 are incompatible with pipeline
-            # parallelism", since fbece50b2 (2021-04-19), first released in v0.3.16 and kept
-            # through deepspeedai/DeepSpeed@03f6f75 (ZeroStageEnum.gradients). Earlier releases
-            # (the deepspeed profile's 2021-03 entry, v0.3.13-v0.3.15) lack the assert; their
-            # pipelined ZeRO-2 is refused here too (not modelled). Only its engine: FSDP under
-            # a pipeline (torchtitan) runs.
-            raise ConfigError(f"parallel.zero_stage={self.zero_stage} with parallel.pp={self.pp}: "
-                              "DeepSpeed's pipeline engine allows zero_stage 0 or 1 only (since "
-                              "v0.3.16); use pp=1 or zero_stage<=1")
+        check_pp_layout(self)
+        check_schedule(self)
+        check_data_parallel(self)
         if self.sequence_parallel and self.tp == 1:
             # Megatron silently disables it; we follow and keep it False in the resolved config.
             object.__setattr__(self, "sequence_parallel", False)
@@ -394,142 +336,9 @@ class ParallelConfig:
             v = getattr(self, name)
             if v is not None and v <= 0:  # Megatron-core: "must be larger than 0"
                 raise ConfigError(f"parallel.{name}={v} must be > 0")
-        require_positive("parallel", recompute_num_layers=self.recompute_num_layers,
-                         moe_deepep_num_sms=self.moe_deepep_num_sms,
-                         moe_hybridep_num_sms=self.moe_hybridep_num_sms)
-        if self.moe_deepep_num_sms is not None and self.moe_deepep_num_sms % 2:
-            # DeepEP v1.2.1 deep_ep/buffer.py Buffer.set_num_sms asserts an even count (a
-            # channel is a pair of SMs, one sending, one receiving)
-            raise ConfigError(f"parallel.moe_deepep_num_sms={self.moe_deepep_num_sms} must be "
-                              "even (DeepEP's Buffer.set_num_sms asserts it)")
-        if self.wgrad_deferral_limit < 0:  # Megatron-core model_parallel_config.py raises too
-            raise ConfigError(f"parallel.wgrad_deferral_limit={self.wgrad_deferral_limit} < 0")
-        if self.delay_wgrad_compute and not self.moe_overlap_ep_comm:
-            # Megatron-core core_v0.16.0 transformer_config.py L1909-1912 asserts it
-            raise ConfigError("parallel.delay_wgrad_compute=true needs moe_overlap_ep_comm=true "
-                              "(Megatron's TransformerConfig asserts it)")
-        if self.moe_shared_expert_overlap:
-            # core_v0.14.0-core_v0.16.0 transformer_config.py __post_init__ raises on each
-            if self.moe_token_dispatcher_type != "alltoall":
-                raise ConfigError("parallel.moe_shared_expert_overlap=true needs "
-                                  "moe_token_dispatcher_type=alltoall (Megatron-core: \"only "
-                                  "works with alltoall token dispatcher\")")
-            if self.moe_overlap_ep_comm:
-                raise ConfigError("parallel.moe_shared_expert_overlap=true and "
-                                  "moe_overlap_ep_comm=true: Megatron-core asserts one or the "
-                                  "other")
-            if "shared_experts" in (self.recompute_modules or ()):
-                raise ConfigError("parallel.moe_shared_expert_overlap=true with "
-                                  "recompute_modules shared_experts: Megatron-core refuses it")
-        if self.moe_permute_fusion is False and self.moe_token_dispatcher_type == "hybridep":
-            # core_v0.16.0 token_dispatcher.py _HybridEPManager: its permute hooks return their
-            # input; HybridEP's own kernels permute (moe_permute_fusion_into_hybridep)
-            raise ConfigError("parallel.moe_permute_fusion=false has no unfused path under the "
-                              "hybridep dispatcher (its own kernels permute)")
-        if self.recompute_num_layers is not None and self.recompute != "full":
-            raise ConfigError("parallel.recompute_num_layers needs recompute=full (Megatron's "
-                              "block method recomputes whole layers)")
-        if self.recompute_modules is not None:
-            # read as training.cuda_graph_scope is (graph_scope_checked): 'mlp, core_attn' and
-            # 'MLP' name Megatron-core's modules, not ' core_attn' and 'MLP'; and 'mlp core_attn'
-            # as Megatron's own CLI reads it (megatron/training/arguments.py:
-            # --recompute-modules nargs='*': the shell's words), no module name holding a space
-            bad = [x for x in self.recompute_modules if not isinstance(x, str)]
-            if bad:
-                raise ConfigError(f"parallel.recompute_modules: {bad[0]!r} is not a module name; "
-                                  f"known: {', '.join(RECOMPUTE_MODULES)}")
-            object.__setattr__(self, "recompute_modules",
-                               tuple(w.lower() for x in self.recompute_modules
-                                     for w in (x.split() or [x.strip()])))
-            unknown = [x for x in self.recompute_modules if x not in RECOMPUTE_MODULES]
-            if unknown:
-                raise ConfigError(f"parallel.recompute_modules: unknown module '{unknown[0]}'"
-                                  f"{suggest(unknown[0], RECOMPUTE_MODULES)}; known: "
-                                  f"{', '.join(RECOMPUTE_MODULES)}")
-            if self.recompute != "selective":
-                raise ConfigError("parallel.recompute_modules needs recompute=selective")
-        if self.remat_policy is not None:  # config.remat_policies: a known name, recompute on
-            object.__setattr__(self, "remat_policy", remat_policy_checked(
-                self.remat_policy, self.recompute, self.recompute_modules))
-        self._check_offloading()
+        check_moe_and_recompute(self)
+        check_offloading(self)
 
-    def _check_offloading(self) -> None:
-        """Megatron-core's checks (megatron/core/transformer/transformer_config.py, core_r0.16)."""
-        n = self.cpu_offloading_num_layers
-        if n < 0:
-            raise ConfigError(f"parallel.cpu_offloading_num_layers={n} must be >= 0")
-        if n and self.pp > 1:
-            raise ConfigError("parallel.cpu_offloading_num_layers needs "
-                              "pipeline_model_parallel_size=1 (Megatron-core has no CPU "
-                              "offloading with pipeline parallelism)")
-        if n and self.recompute != "none":
-            raise ConfigError("parallel.cpu_offloading_num_layers needs recompute=none "
-                              "(Megatron-core: CPU offloading does not work with activation "
-                              "recomputation)")
-
-    def _check_schedule(self) -> None:
-        if self.pipeline_schedule is None:
-            return
-        name = schedule_name(self.pipeline_schedule)
-        object.__setattr__(self, "pipeline_schedule", name)
-        if self.pp == 1:  # no pipeline: the schedule has nothing to order
-            # Megatron-LM megatron/core/pipeline_parallel/schedules.py get_forward_backward_func:
-            # forward_backward_no_pipelining whenever the pipeline world size is 1 (core_v0.4.0
-            # through core_v0.14.0)
-            warnings.warn(f"parallel.pipeline_schedule={name} ignored at "
-                          "pipeline_model_parallel_size=1: one stage runs its micro-batches "
-                          "without a pipeline (Megatron's forward_backward_no_pipelining)",
-                          SettingReplaced, stacklevel=2)
-            object.__setattr__(self, "pipeline_schedule", None)
-            return
-        if name in V_SCHEDULES and self.virtual_pipeline_model_parallel_size is None:
-            object.__setattr__(self, "virtual_pipeline_model_parallel_size", 2)
-        if name in V_SCHEDULES and self.vpp != 2:
-            raise ConfigError(f"parallel.pipeline_schedule={name} places two chunks per rank as a "
-                              "V: parallel.virtual_pipeline_model_parallel_size must be 2, not "
-                              f"{self.vpp}")
-        interleaved = name in ("interleaved_1f1b", "interleaved_zb")
-        if interleaved and self.vpp == 1:
-            raise ConfigError(f"parallel.pipeline_schedule={name} needs "
-                              "parallel.virtual_pipeline_model_parallel_size > 1")
-        if name not in V_SCHEDULES + ANY_CHUNKS and not interleaved and self.vpp > 1:
-            raise ConfigError(f"parallel.pipeline_schedule={name} runs one model chunk per rank; "
-                              f"parallel.virtual_pipeline_model_parallel_size={self.vpp} needs "
-                              "interleaved_1f1b, interleaved_zb, zb_v, dualpipe_v or looped_bfs")
-        if self.microbatch_group_size_per_vp_stage is not None and self.vpp > 1 and \
-                name != "interleaved_1f1b":
-            raise ConfigError(f"parallel.microbatch_group_size_per_vp_stage groups Megatron's "
-                              f"interleaved 1F1B; parallel.pipeline_schedule={name} orders its own passes")
-        if name == "dualpipe" and self.pp % 2:
-            raise ConfigError(f"parallel.pipeline_schedule=dualpipe needs an even "
-                              f"parallel.pipeline_model_parallel_size, not {self.pp}")
-
-    def _check_layout(self) -> None:
-        text = self.pipeline_model_parallel_layout
-        if text is None or text in LAYOUT_RULES:
-            return
-        if is_first_last(text):
-            first, last = first_last(text)
-            if 0 in (first, last):  # Megatron-core: "must be larger than 0"
-                raise ConfigError(f"parallel.pipeline_model_parallel_layout={text!r} puts 0 "
-                                  "layers on a stage; each stage needs at least one")
-            object.__setattr__(self, "decoder_first_pipeline_num_layers", first)
-            object.__setattr__(self, "decoder_last_pipeline_num_layers", last)
-            object.__setattr__(self, "pipeline_model_parallel_layout", None)
-            return
-        stages = len(parse_layout(text))
-        if self.pp == 1 and stages > 1:  # else reported as a vpp the user never set
-            raise ConfigError(f"parallel.pipeline_model_parallel_layout={text!r} has {stages} "
-                              "stages but pipeline_model_parallel_size is 1; set parallel.pp "
-                              "(the layout's stages are pp x vpp)")
-        if self.virtual_pipeline_model_parallel_size is None and stages % self.pp == 0:
-            vpp = stages // self.pp
-            object.__setattr__(self, "virtual_pipeline_model_parallel_size",
-                               vpp if vpp > 1 else None)
-        if self.decoder_first_pipeline_num_layers is not None or \
-                self.decoder_last_pipeline_num_layers is not None:
-            raise ConfigError("parallel.pipeline_model_parallel_layout and decoder_first/last_"
-                              "pipeline_num_layers both place layers; give one of them")
     # Short names used throughout the code (the Megatron names stay the config keys); kept
     # once read (a search reads them ~10^6 times): __post_init__ changes none of the first
     # four's fields after check_fields (vpp's and etp's: dropped at its end), and a config is

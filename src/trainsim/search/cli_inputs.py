@@ -494,7 +494,7 @@ def _fixed_parallel(given: dict[str, Any], engine: object = None
         raise
     fixed = {k: getattr(p, k) for k in full}
     if full.get("pipeline_model_parallel_layout") and p.pipeline_model_parallel_layout is None:
-        # 'first:N,last:M' is read as the two decoder fields (ParallelConfig._check_layout)
+        # 'first:N,last:M' is read as the two decoder fields (config.parallel_checks.check_pp_layout)
         del fixed["pipeline_model_parallel_layout"]
         fixed.update((k, getattr(p, k)) for k in ("decoder_first_pipeline_num_layers",
                                                   "decoder_last_pipeline_num_layers")

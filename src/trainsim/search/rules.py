@@ -93,7 +93,7 @@ def schedules_fit(names: tuple[str, ...], pp: int, vpp: int, n_micro: int) -> tu
     """The pipeline schedules of ``names`` ("" = Megatron's 1F1B, interleaved when vpp > 1)
     that run ``vpp`` chunks per rank on ``pp`` stages with ``n_micro`` micro-batches: the V
     schedules two chunks, interleaved zero-bubble more than one, looped BFS any, the others one
-    (``config.parallel`` ``ParallelConfig._check_schedule``), interleaved zero-bubble on a
+    (``config.parallel_checks.check_schedule``), interleaved zero-bubble on a
     multiple of its ``max(1, m // pp)`` rounds (``pipeline_schedules.interleaved_zb``);
     DualPipe one chunk, an even pp and an even number of micro-batches, at least 2 pp
     (deepseek-ai/DualPipe dualpipe.py ``step``: ``num_chunks >= num_ranks * 2``,
