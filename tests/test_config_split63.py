@@ -22,7 +22,9 @@ def test_old_import_paths_name_the_moved_objects():
         assert getattr(parallel, name) is getattr(parallel_checks, name)
     for name in ("_ONE_VENDOR", "check_microbatch_group", "field_checks"):
         assert getattr(run, name) is getattr(run_checks, name)
-    assert {"ANY_CHUNKS", "V_SCHEDULES", "ParallelConfig"} <= set(parallel.__all__)
+    assert {"ANY_CHUNKS", "V_SCHEDULES", "ParallelConfig", "schedule_name"} <= set(parallel.__all__)
+    for name in parallel.__all__:  # every name imported from config.parallel in src, tests, benchmarks
+        assert hasattr(parallel, name)
 
 
 @pytest.mark.parametrize("name", ["run.py", "run_checks.py", "parallel.py", "parallel_checks.py"])

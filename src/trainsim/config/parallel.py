@@ -19,12 +19,13 @@ from trainsim.config.parallel_checks import (
     check_pp_layout,
     check_schedule,
 )
-from trainsim.config.schedule_names import ANY_CHUNKS, V_SCHEDULES
+from trainsim.config.schedule_names import ANY_CHUNKS, V_SCHEDULES, schedule_name
 from trainsim.config.training import AttentionName
 from trainsim.errors import ConfigError
 
 __all__ = ["ALIASES", "ANY_CHUNKS", "DATA_PARALLEL_IMPLS", "DP_BUCKETS", "RECOMPUTE_MODULES",
-           "TP_OVERLAP_METHODS", "V_SCHEDULES", "ZERO3_GATHER", "Dispatcher", "ParallelConfig"]
+           "TP_OVERLAP_METHODS", "V_SCHEDULES", "ZERO3_GATHER", "Dispatcher", "ParallelConfig",
+           "schedule_name"]
 # the checks of the fields alone and the names they take: config.parallel_checks (split63),
 # re-exported here as before
 
