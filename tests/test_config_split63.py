@@ -5,6 +5,7 @@ objects, the checks still run from the configs in their order, and each file sta
 
 from __future__ import annotations
 
+import ast
 import warnings
 from pathlib import Path
 
@@ -23,8 +24,16 @@ def test_old_import_paths_name_the_moved_objects():
     for name in ("_ONE_VENDOR", "check_microbatch_group", "field_checks"):
         assert getattr(run, name) is getattr(run_checks, name)
     assert {"ANY_CHUNKS", "V_SCHEDULES", "ParallelConfig", "schedule_name"} <= set(parallel.__all__)
-    for name in parallel.__all__:  # every name imported from config.parallel in src, tests, benchmarks
-        assert hasattr(parallel, name)
+    root = SRC.parents[2]  # every name the repository imports from the two old modules
+    wanted = {"trainsim.config.parallel": parallel, "trainsim.config.run": run}
+    for path in [*root.glob("src/**/*.py"), *root.glob("tests/*.py"), *root.glob("benchmarks/*.py")]:
+        text = path.read_text()
+        if not any(f"{m} import" in text for m in wanted):
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.module in wanted:
+                for alias in node.names:
+                    assert hasattr(wanted[node.module], alias.name), (path.name, alias.name)
 
 
 @pytest.mark.parametrize("name", ["run.py", "run_checks.py", "parallel.py", "parallel_checks.py"])
