@@ -11,7 +11,9 @@ from trainsim.simulator import simulate
 from trainsim.workload.ops import Attention
 
 FA2 = Attention("attn_core.bwd", 1, 4, 4, 8192, 8192, 128, True, None, backward=True,
-                impl="flash2", dropout=True)
+                impl="sdpa", dropout=True)
+"""PyTorch SDPA's flash backend, which the H200's records time (keyed ``sdpa`` since the 63rd
+session: ``database.SDPA_RECORD_IMPL``)."""
 
 
 def _chain(gpu: str):
@@ -19,7 +21,7 @@ def _chain(gpu: str):
 
 
 def test_the_h100_reads_fa2_from_the_h200_records():
-    """Only the H200's database times FA2; the H100 (same SMs) prices it from those records, at
+    """Only the H200's database times SDPA's FA2; the H100 (same SMs) prices it from those records, at
     least as slow as the H200 (its HBM is slower), not from the roofline."""
     h100, h200 = _chain("h100-sxm-80gb"), _chain("h200-sxm-141gb")
     t1, source = h100.explain(FA2)

@@ -102,6 +102,19 @@ xFormers' CUTLASS kernels) ``flash1``, the first FlashAttention's family they pr
 records are ``mem_efficient`` (format 3), so a FlashAttention-1 op, which carries each query
 row's partial result through HBM once per key block (``attention.flash1_pass_bytes``) where the
 memory-efficient kernel does not, never takes their times."""
+SDPA_RECORD_IMPL = {"flash2": "sdpa"}
+"""Attention implementations as a database's records name them -> the simulator's: every
+profiler of these formats ran attention through PyTorch SDPA (``profile.kernels.SDPA_BACKENDS``:
+``flash2`` is SDPA's FLASH_ATTENTION backend), so a ``flash2`` record is SDPA's vendored
+FlashAttention-2 (``sdpa``), not the flash-attn package (``flash2``) that the FA2 paper, Megatron
+and Transformer Engine's flash path run, and answers ``sdpa`` ops only: the bundled H200 file's
+32 such records priced the FA2 paper's H100 rows 15 % slow (kernels_published: 3.1 -> 12.4 % from
+the 62nd session's ``chain.twin_database``; 5.8 % from the roofline), and the two libraries
+are not one kernel's timings: on one B200 in one harness flash-attn 2.7.4 ran 1.06-1.08x SDPA's
+backend forward, 1.04-1.07x backward (NVIDIA/cudnn-frontend @bb37575d
+benchmark/sdpa_benchmark_training/artifacts/sdpa_bf16_benchmark_results_NVIDIA_B200.csv:
+``benchmarks/attn63_sdpa_ratio.py``). Kernel rows of SDPA's backend say ``sdpa`` (or
+``sdpa_flash``: ``validate.vocab.ATTENTION_IMPL``). Added 2026-11-29 (63rd session, attn63)."""
 ComputeOp = Gemm | Attention | Elementwise
 
 NEIGHBOUR_FACTOR = 2.0
@@ -505,7 +518,8 @@ def record_impl(row: dict, fmt: str) -> str | None:
     impl = row.get("impl")
     if impl is None:
         return None
-    return LEGACY_IMPL.get(str(impl), str(impl)) if fmt != FORMAT else str(impl)
+    name = LEGACY_IMPL.get(str(impl), str(impl)) if fmt != FORMAT else str(impl)
+    return SDPA_RECORD_IMPL.get(name, name)
 
 
 def op_from_record(row: dict[str, Any], where: str = "kernel database",

@@ -50,8 +50,8 @@ ATTENTION_IMPL = {
     "cudnn_attention": "cudnn",
     # PyTorch SDPA's FLASH_ATTENTION backend (its vendored FlashAttention-2 kernels) apart from
     # the flash-attn package (``flash2``): cudnn-frontend's benchmark names it
-    # pyt_flash_attention (benchmark/sdpa_benchmark_training, @bb37575d); its rows are priced
-    # as ``sdpa`` (compute.attention.SDPA_FLASH_OF_FLASH_ATTN)
+    # pyt_flash_attention (benchmark/sdpa_benchmark_training, @bb37575d); priced as ``sdpa``,
+    # which the kernel databases' SDPA records answer (compute.database.SDPA_RECORD_IMPL)
     "sdpa_flash": "sdpa", "pyt_flash_attention": "sdpa",
 }
 """Kernel library named in a kernels row or a training row's ``attention`` cell -> the
