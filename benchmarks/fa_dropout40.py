@@ -101,8 +101,9 @@ def priced_s(row: dict[str, str]) -> float:
     saved = attention_dropout.DROPOUT_KERNEL
     kernels._model.cache_clear()  # the models keep each op's price
     attention_dropout.DROPOUT_KERNEL = {}
-    try:
-        res = predict_kernel_row(row)
+    try:  # the roofline, as then: no database record answered these ``sdpa`` rows until the
+        # 63rd session keyed the H200's SDPA records ``sdpa`` (database.SDPA_RECORD_IMPL)
+        res = predict_kernel_row(row, compute_db=None)
     finally:
         attention_dropout.DROPOUT_KERNEL = saved
         kernels._model.cache_clear()

@@ -56,7 +56,7 @@ def test_bundled_h200_database_is_the_profiled_file():
     skipped: list[str] = []
     db = KernelDatabase.load(path, gpu, skipped)
     assert not skipped and len(db.exact) == len(data["kernels"]) == 504
-    assert {k[1] for k in db.kinds if k[0] == "attention"} == {"cudnn", "flash2"}
+    assert {k[1] for k in db.kinds if k[0] == "attention"} == {"cudnn", "sdpa"}
     _, rows = validate_file(path)
     assert len(rows) == 16 and all(r.ape is not None for r in rows)
     assert sum(r.ape for r in rows) / len(rows) < 0.08

@@ -61,7 +61,7 @@ def test_quick_cpu_run_writes_a_valid_database(db):
     # each attention record names the SDPA backend it ran; each elementwise record how the
     # profiler implements it (swiglu is silu(gate) * up: eager, with eager SwiGLU's bytes;
     # F.rms_norm reads each row twice: two_pass, with 1.5x a fused RMSNorm's bytes)
-    assert {k["impl"] for k in db["kernels"] if k["op"] == "attention"} == {"cudnn", "flash2"}
+    assert {k["impl"] for k in db["kernels"] if k["op"] == "attention"} == {"cudnn", "sdpa"}
     impl = {k["kernel"]: k["impl"] for k in db["kernels"] if k["op"] == "elementwise"}
     assert impl["rmsnorm"] == "two_pass" and impl["rmsnorm.bwd"] == "fused"
     assert impl["swiglu"] == impl["rope"] == "eager"

@@ -69,9 +69,11 @@ def fp8_supported(dev: Device) -> tuple[bool, str]:
     return True, ""
 
 
-SDPA_BACKENDS = {"cudnn": "CUDNN_ATTENTION", "flash2": "FLASH_ATTENTION",
+SDPA_BACKENDS = {"cudnn": "CUDNN_ATTENTION", "sdpa": "FLASH_ATTENTION", "flash2": "FLASH_ATTENTION",
                  "mem_efficient": "EFFICIENT_ATTENTION"}
-"""The simulator's attention implementation -> the SDPA backend that runs it."""
+"""The simulator's attention implementation -> the SDPA backend that runs it: ``sdpa`` is SDPA's
+FLASH_ATTENTION backend (its vendored FlashAttention-2; ``flash2``, the flash-attn package, is
+not what runs here, and a record of it is read as ``sdpa``: ``compute.database.SDPA_RECORD_IMPL``)."""
 
 
 def sdpa_context(dev: Device, impl: str | None = None) -> contextlib.AbstractContextManager[Any]:

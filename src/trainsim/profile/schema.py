@@ -17,7 +17,8 @@ One JSON object::
 
 Kernel records carry the simulator op's own shape fields (``trainsim.workload.ops``), so a
 database lookup for an op is an exact match on :func:`kernel_key`. Attention records name the
-backend that ran (``impl``: ``cudnn``, ``flash2``, ``mem_efficient``; format 2 wrote
+backend that ran (``impl``: ``cudnn``, ``sdpa`` (until the 63rd session written ``flash2``,
+read as ``sdpa``: ``compute.database.SDPA_RECORD_IMPL``), ``mem_efficient``; format 2 wrote
 ``flash1`` for the memory-efficient backend, read as ``mem_efficient``:
 ``compute.database.LEGACY_IMPL``); elementwise records name their kernel family (``rmsnorm.bwd``; the simulator op's
 ``Elementwise.kernel``) and the implementation the profiler ran (``fused``, ``eager``), with

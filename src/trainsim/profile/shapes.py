@@ -141,10 +141,12 @@ def _gemm_record(op: Gemm) -> dict[str, Any]:
     return rec
 
 
-PROFILED_ATTENTION = ("cudnn", "flash2", "mem_efficient")
+PROFILED_ATTENTION = ("cudnn", "sdpa", "mem_efficient")
 """Attention kernels the profiler runs, each as one SDPA backend (``profile.kernels``): cuDNN's
-fused attention, the FlashAttention-2 backend and the memory-efficient (xFormers) backend. No
-SDPA backend runs the first FlashAttention (``flash1``), so it is not profiled."""
+fused attention, the FlashAttention-2 backend (``sdpa``: SDPA's vendored copy, not the
+flash-attn package ``flash2``, which runs 5-7 % faster on one GPU:
+benchmarks/attn63_sdpa_ratio.py) and the memory-efficient (xFormers) backend. No SDPA backend
+runs the first FlashAttention (``flash1``), so it is not profiled."""
 
 
 def _attention_record(op: Attention) -> dict[str, Any]:
@@ -252,7 +254,7 @@ def quick_model(m: ModelConfig) -> ModelConfig:
 def sweep_configs(models: list[str], tps: list[int], seqs: list[int], gpu: str,
                   cps: tuple[int, ...] = (1,), micro_batch_size: int = 1,
                   dtypes: tuple[str, ...] = ("bf16",), quick: bool = False,
-                  attentions: tuple[str, ...] = ("cudnn", "flash2")) -> list[RunConfig]:
+                  attentions: tuple[str, ...] = ("cudnn", "sdpa")) -> list[RunConfig]:
     """Run configs of the grid; TP > 1 with and without sequence parallelism; attention by
     each backend in ``attentions``."""
     try:
@@ -279,7 +281,7 @@ def sweep_configs(models: list[str], tps: list[int], seqs: list[int], gpu: str,
 
 
 def run_config(m: ModelConfig, tp: int, cp: int, sp: bool, seq: int, mbs: int, dtype: str,
-               spec: Any, attention: str = "flash2") -> RunConfig:
+               spec: Any, attention: str = "sdpa") -> RunConfig:
     """The one-node run the profiler measures a layer of (the database's layer records name
     its model, TP, sequence, micro-batch and dtype)."""
     try:
