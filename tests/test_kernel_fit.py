@@ -487,7 +487,7 @@ def test_by_seq_groups_each_attention_row_once_by_gpu_implementation_kind_and_se
     assert len({g[:4] for g in groups}) == len(groups)
     for *_, n, mean, lo, hi in groups:
         assert n >= 1 and lo - 1e-12 <= mean <= hi + 1e-12
-    assert ("h100-sxm-80gb", "sdpa", "attention_bwd", 32768) in {g[:4] for g in groups}
+    assert ("h100-sxm-80gb", "flash2", "attention_bwd", 32768) in {g[:4] for g in groups}
     op = Attention("a", batch=1, heads=8, kv_heads=8, q_len=4096, kv_len=4096, head_dim=128,
                    causal=True, impl="cudnn")
     t = RooflineModel(dataclasses.replace(gpu("h100-sxm-80gb"), sustained_of_burst=1.0)).time(op)
