@@ -133,7 +133,8 @@ def test_width_table_of_the_diagnostic():
 
     wid = hd42_headdim.width(hd42_headdim.load_rows())
     for part in ("fwd", "bwd"):
-        cudnn, fa2 = wid[f"cudnn {part} hd160/hd192"], wid[f"flash2 {part} hd160/hd192"]
+        # the grid ran SDPA's flash backend: its rows say sdpa since the 63rd session (attn63)
+        cudnn, fa2 = wid[f"cudnn {part} hd160/hd192"], wid[f"sdpa {part} hd160/hd192"]
         assert cudnn["n"] == fa2["n"] == 12
         assert cudnn["flops"] == pytest.approx(1.0)
         assert (cudnn["kernel_width"], fa2["kernel_width"]) == (pytest.approx(1.2), 1.0)
