@@ -1,6 +1,6 @@
 """ss50: simulation CPU cost against the global batch for the two schedules the periodic
 shortcut gained (GPipe: two phases with paces per stream, ``steady_gpipe``; zb_2p: its order
-search settled into a period, ``zb_search.settle``), and the shortcut against the full
+search settled into a period, ``zb_settle.settle``), and the shortcut against the full
 simulation (llama3-70b example, 64 H100, PP 4). Each time is the best of 3 in-process CPU ms
 with zb_2p's cached variant choice cleared before each (the search is part of the cost).
 

@@ -2,7 +2,7 @@
 simulated in full (issue 21 item 2; settle60 Lead 3). For each: the search's inputs (pp, F / I /
 W and send in whole microseconds, the W memory share, the variant ``zb_search.choose`` keeps)
 and, round by round of that variant's search (``zb_search._Builder``): after which round the
-whole state first repeats one it had after an earlier round (``zb_search.settle``'s criterion)
+whole state first repeats one it had after an earlier round (``zb_settle.settle``'s criterion)
 and, before that earlier round, the least number of
 rounds P after which every round's decisions (the passes each stage places, in order) and every
 stage's next free moment relative to stage 0's repeat to the end of the window, with how the

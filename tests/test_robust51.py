@@ -119,7 +119,8 @@ def test_the_memory_estimates_search_settles_at_its_first_probe(pps):
     that search places exactly ``zb_search_positions``."""
     from trainsim.limits import zb_first_probe
     from trainsim.workload.schedule import W_MEMORY_FRACTION
-    from trainsim.workload.zb_search import VARIANTS, settle
+    from trainsim.workload.zb_search import VARIANTS
+    from trainsim.workload.zb_settle import settle
 
     wf = Fraction(W_MEMORY_FRACTION).limit_denominator(10**9)  # as zb_2p feeds it
     for pp in pps:

@@ -13,7 +13,7 @@ import pytest
 from test_steady_zb2p import _shapes
 
 from trainsim.limits import WorkLimitError, check_zb_search, zb_first_probe, zb_search_positions
-from trainsim.workload import zb_search
+from trainsim.workload import zb_search, zb_settle
 
 
 def _choose_probe_by_probe(pp, m, cost, comm, limit, w_fraction):
@@ -28,7 +28,7 @@ def _choose_probe_by_probe(pp, m, cost, comm, limit, w_fraction):
             if probe > zb_first_probe(pp):
                 placed += probe * pp
                 zb_search.check_zb_search(placed, pp, m)
-            settled = zb_search.settle(pp, cost, comm, limit, w_fraction, variant, probe)
+            settled = zb_settle.settle(pp, cost, comm, limit, w_fraction, variant, probe)
             if settled is not None and settled.rounds > 1:
                 placed += (2 * probe + settled.rounds) * pp
                 zb_search.check_zb_search(placed, pp, m)
@@ -41,7 +41,7 @@ def _choose_probe_by_probe(pp, m, cost, comm, limit, w_fraction):
             if m >= zb_first_probe(pp):
                 placed += m * pp
                 zb_search.check_zb_search(placed, pp, m)
-            from_m, rounds, span = zb_search.settle_at(pp, cost, comm, limit, w_fraction,
+            from_m, rounds, span = zb_settle.settle_at(pp, cost, comm, limit, w_fraction,
                                                        variant, m)
         if best is None or span < best[0]:
             best = span, variant, from_m, rounds

@@ -1,5 +1,5 @@
 """ZB-2p's periodic steady state: its order search settled into a period
-(``zb_search.settle``) and the shortcut on the searched orders, against the full search and
+(``zb_settle.settle``) and the shortcut on the searched orders, against the full search and
 the full simulation."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from helpers import assert_same_simulation, pipelined_configs, shortcut_methods
 
 import trainsim.steady_state as steady
 from trainsim import simulate
-from trainsim.workload import zb_search
+from trainsim.workload import zb_search, zb_settle
 
 N_CONFIGS = 200
 DEFAULT_CONFIGS = 1  # the default suite's share of them (the slow test runs all)
@@ -37,7 +37,7 @@ def test_a_settled_search_is_the_shorter_one_with_rounds_inserted():
     settled = 0
     for pp, cost, comm, wf in _shapes(3, 1):
         for variant in zb_search.VARIANTS[::3]:
-            s = zb_search.settle(pp, cost, comm, 2.0 * pp, wf, variant, 16 * pp + 16)
+            s = zb_settle.settle(pp, cost, comm, 2.0 * pp, wf, variant, 16 * pp + 16)
             if s is None:
                 continue
             settled += 1

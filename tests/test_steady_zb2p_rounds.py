@@ -1,5 +1,5 @@
 """ZB-2p searches that settle into a period of several rounds (settle56): a state after a round
-that repeats only after two, three, four or eight rounds (``zb_search.settle``), and the
+that repeats only after two, three, four or eight rounds (``zb_settle.settle``), and the
 periodic shortcut on their orders with that period (``steady_state._zb2p_tries``), against
 the full search and the full simulation, and its cost against the micro-batch count."""
 
@@ -15,7 +15,7 @@ from helpers import assert_same_simulation, pipelined_configs
 import trainsim.steady_state as steady
 from trainsim import simulate
 from trainsim.pricing import Pricer
-from trainsim.workload import zb_search
+from trainsim.workload import zb_search, zb_settle
 
 
 def _shapes(n: int, seed: int):
@@ -36,7 +36,7 @@ def _several_rounds(n: int, seed: int) -> list[tuple]:
     out = []
     for pp, cost, comm, wf in _shapes(n, seed):
         for variant in zb_search.VARIANTS:
-            s = zb_search.settle(pp, cost, comm, 2.0 * pp, wf, variant, 32 * pp + 32)
+            s = zb_settle.settle(pp, cost, comm, 2.0 * pp, wf, variant, 32 * pp + 32)
             if s is not None and s.rounds > 1:
                 out.append((pp, cost, comm, wf, variant, s))
     return out

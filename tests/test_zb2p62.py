@@ -1,5 +1,5 @@
 """zb2p62 (issue 21 item 2): zb_2p's searches that settle past the last of ``zb_search.choose``'s
-doubling probes are watched on the iteration's own search (``zb_search.settle_at``), and a
+doubling probes are watched on the iteration's own search (``zb_settle.settle_at``), and a
 search settling past what A and B afford is proven on B alone from there
 (``steady_zb2p.settled_alone``): 8 of tests/test_steady_zb2p.py's 200 random configs that
 were simulated in full (zbproof61's 11) take the shortcut, within 1e-9 of the full
@@ -19,7 +19,7 @@ from trainsim import simulate
 from trainsim.pricing import Pricer
 from trainsim.steady_orders import insertion_cut
 from trainsim.steady_zb2p import settled_alone
-from trainsim.workload import zb_search
+from trainsim.workload import zb_search, zb_settle
 
 # the search inputs (pp, F / I / W and send in whole microseconds, W share) of #28 and #27
 # (``benchmarks/zbproof61_zb_drift.search_inputs``): their kept variant's state first repeats
@@ -59,9 +59,9 @@ def test_settle_at_is_settle_on_the_whole_search():
     for pp, cost, comm, wf in _shapes(4, 62):
         m = rng.randint(10 * pp, 30 * pp)
         for variant in zb_search.VARIANTS[::3]:
-            from_m, rounds, span = zb_search.settle_at(pp, cost, comm, 2.0 * pp, wf, variant, m)
+            from_m, rounds, span = zb_settle.settle_at(pp, cost, comm, 2.0 * pp, wf, variant, m)
             assert span == zb_search.build_order(pp, m, cost, comm, 2.0 * pp, wf, variant)[1]
-            s = zb_search.settle(pp, cost, comm, 2.0 * pp, wf, variant, m)
+            s = zb_settle.settle(pp, cost, comm, 2.0 * pp, wf, variant, m)
             assert (from_m, rounds) == ((s.from_m, s.rounds) if s else (None, 1))
             found += s is not None
     assert found >= 4

@@ -298,7 +298,7 @@ def check_simulation(cfg: RunConfig, tasks: float | None = None, what: str = "",
 
 def zb_first_probe(pp: int) -> int:
     """Micro-batches of the first search ``zb_search.choose`` runs to see each variant settle
-    into a period (``zb_search.settle``); it doubles the count while one does not."""
+    into a period (``zb_settle.settle``); it doubles the count while one does not."""
     return 8 * pp + 8
 
 

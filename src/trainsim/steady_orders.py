@@ -17,7 +17,7 @@ orders themselves): ZB-H1/H2 (1F1B's order, W delayed by a fixed count), ZB-V an
 order, W delayed: a group of ``pp`` micro-batches per period), DualPipe (its steady loop takes
 one micro-batch of each direction per turn; compared per direction, :func:`_per_direction`).
 ``zb_2p`` takes the same cut on its searched orders (the graphs'), where its search has
-settled into a period by A (``zb_search.settle``: the order for ``m`` is A's with rounds
+settled into a period by A (``zb_settle.settle``: the order for ``m`` is A's with rounds
 inserted). ``gpipe`` (all forwards, then all backwards: a micro-batch more inserts passes at
 two places of every rank's order, and its stages keep paces of their own) has its own proof,
 :mod:`trainsim.steady_gpipe`."""

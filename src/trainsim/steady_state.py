@@ -39,7 +39,7 @@ pressure reaches stage 0), so more of them take the longer attempts.
 ZB-2p's order is a search on the priced pass times (``workload.zb_search``) in whole
 microseconds, as its code base runs it: once its state repeats after one round or several,
 every longer search is a shorter one with periods of that many rounds inserted
-(``zb_search.settle``), so the cut is found on A's and B's orders; a search that settles later
+(``zb_settle.settle``), so the cut is found on A's and B's orders; a search that settles later
 than the first A tries the least A it allows (read from the priced passes, no graph built:
 ``ScheduledPipeline.settled_from``), then longer ones, each leaving the iteration whole periods
 (:func:`_zb2p_tries`); where the priced passes replayed on the orders show the timeline's own
@@ -137,7 +137,7 @@ def plan(cfg: RunConfig) -> tuple[Plan | None, str]:
         # its periods need no full pipeline: 191 of tests/test_steady_gpipe.py's 200 configs
         # proven at 3, ``_ladder``);
         # looped BFS: each chunk's runs too (steady_bfs); zb_2p: its search settles from
-        # ~5.5 pp micro-batches on (``zb_search.settle``; _extrapolate checks it)
+        # ~5.5 pp micro-batches on (``zb_settle.settle``; _extrapolate checks it)
         m_a = {"gpipe": 3, "looped_bfs": bfs_least(pp, vpp)}.get(p.pipeline_schedule, 8 * pp)
         if 2 * (m_a + 1) > m:
             return None, (f"{m:,} micro-batches: the truncated runs ({m_a:,} and {m_a + 1:,}) "

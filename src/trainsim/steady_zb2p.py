@@ -1,6 +1,6 @@
 """zb_2p's periodic steady state, where its timeline's transient outlasts its order search's.
 
-``workload.zb_search.settle`` proves from how many micro-batches on the searched orders are one
+``workload.zb_settle.settle`` proves from how many micro-batches on the searched orders are one
 another with periods inserted; the periodic shortcut (:mod:`trainsim.steady_state`) tries its
 truncated runs from there. But the search runs on one time per pass kind for every stage (the
 upper medians, as the zero-bubble code base feeds it), and the engine runs each stage's own:
@@ -134,7 +134,7 @@ def searched_orders(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | 
 def settled_alone(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
                   settles: int, rounds: int) -> Plan | None:
     """zb_2p's one attempt where its order search settles from ``settles`` micro-batches in
-    periods of ``rounds`` (``zb_search.settle``) past half the iteration, so that no A and B
+    periods of ``rounds`` (``zb_settle.settle``) past half the iteration, so that no A and B
     both from there are affordable (``steady_state._zb2p_tries``): B alone (its one-run proofs,
     ``Plan.alone``) from the least length past both the search's settling and the timeline's
     transient replayed (:func:`past_transient`) that leaves the iteration whole periods, B at

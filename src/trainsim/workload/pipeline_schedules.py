@@ -439,7 +439,7 @@ def zb_2p(pp: int, m: int, times: tuple[list[float], list[float], list[float], f
     The times are fed in whole microseconds as the code base feeds them (:func:`to_microseconds`)
     and the memory counted exactly (``w_fraction`` a Fraction): the search's ties fall as the
     code base's do, and a search that settles into a period does so bit for bit
-    (``zb_search.settle``), so the variant kept for an iteration of ``m_total`` micro-batches
+    (``zb_settle.settle``), so the variant kept for an iteration of ``m_total`` micro-batches
     (``m`` by default) is found without searching all of them, and a truncated run's orders
     (``m`` < ``m_total``) are that variant's, the iteration's with rounds taken out
     (``Searched.settled_from``)."""

@@ -44,7 +44,7 @@ moves 6 of benchmarks/zero_bubble.py's 12 ZB-2p speed-ups by 0.2-0.4 points (eit
 table's max 3.1 -> 3.3 points off). Since ss50, trainsim feeds it as the code base does
 (``pipeline_schedules.zb_2p``: whole microseconds, memory counted exactly): its ties fall as
 the code base's do, and a search that settles into a period repeats bit for bit
-(:func:`settle`), which proves the order for any longer iteration without searching it (the
+(``zb_settle.settle``), which proves the order for any longer iteration without searching it (the
 periodic steady state, ``steady_state``). Fed the simulated pass times that moves 7 of
 benchmarks/zero_bubble.py's 12 ZB-2p speed-ups by 0.05-0.33 points (max ZB-2p miss 2.94 ->
 2.91 points). Float times still work here, searched as before (the paper-profile test's).
@@ -407,72 +407,6 @@ def _repeat(b: _Builder, microbatch: int, seen: dict) -> tuple | None:
             max(placed["F"] for placed in b.placed) + 2)
 
 
-def _watched(pp: int, cost: tuple[float, float, float], comm: float, limit: float,
-             w_fraction: float, variant: Variant, m: int, to_end: bool
-             ) -> tuple[_Builder, tuple | None]:
-    """``variant``'s search for ``m`` micro-batches, built to its drain, watching for the first
-    round after which its state (:func:`_state`) is one it had after an earlier round before
-    the micro-batch count could bind (a stage within two forwards of ``m``): the builder and
-    (that earlier round, the time between them, the rounds between them, the least count from
-    which it holds), or None (``to_end`` False: it stops building there)."""
-    b = _Builder(pp, m, cost, comm, limit, w_fraction, variant)
-    b.warm_up()
-    seen: dict[tuple, tuple[int, float]] = {}  # a state -> the round after which it held
-    found, watching = None, True
-    for microbatch in range(1, m):
-        b.steady_round(microbatch)
-        if watching and found is None:
-            if max(placed["F"] for placed in b.placed) > m - 2:
-                if not to_end:
-                    return b, None  # the count could bind from here on
-                watching = False
-                continue
-            found = _repeat(b, microbatch, seen)
-    for stage in range(pp):
-        b.drain_w(stage)
-    return b, found
-
-
-def settle_at(pp: int, cost: tuple[float, float, float], comm: float, limit: float,
-              w_fraction: float, variant: Variant, m: int) -> tuple[int | None, int, float]:
-    """``variant``'s whole search for the iteration's ``m`` micro-batches, watched as
-    :func:`settle` watches a probe: from how many micro-batches on its searches are one another
-    with periods inserted (None where its state does not repeat before the count could bind),
-    the rounds of that period (1 where none), and its span. :func:`choose`'s last probe, in
-    place of the build of ``m`` it ran where no shorter probe settled (zbproof61 Lead 5: its
-    probes doubled and stopped below ``m``, so a search settling past the last of them, as
-    tests/test_steady_zb2p.py's #27 and #28 do from 335 of 574 and 290 of 369 micro-batches,
-    was not known to settle)."""
-    b, found = _watched(pp, cost, comm, limit, w_fraction, variant, m, True)
-    if found is None or not found[1] > 0:
-        return None, 1, b.span()
-    return found[3], found[2], b.span()
-
-
-def settle(pp: int, cost: tuple[float, float, float], comm: float, limit: float,
-           w_fraction: float, variant: Variant, m_probe: int) -> Settled | None:
-    """Run ``variant``'s search for ``m_probe`` micro-batches until its state after a round
-    (:func:`_state`) is one it had after an earlier round (the first such round: the least
-    period of rounds, from the earliest round it holds); None where that does not happen before
-    the micro-batch count could bind (a stage within two forwards of ``m_probe``). Exact only
-    where the times are integers and the memory counted exactly (``w_fraction`` a Fraction): a
-    state equal up to a shift of time then repeats bit for bit. Where the period is of several
-    rounds and ``m_probe`` is not ``from_m`` plus whole periods, the span for ``from_m`` is
-    searched (``from_m`` placed on each stage, :func:`choose` counts it)."""
-    b, found = _watched(pp, cost, comm, limit, w_fraction, variant, m_probe, False)
-    if found is None:
-        return None
-    r, period, rounds, from_m = found
-    if not period > 0:
-        return None
-    # the search for from_m runs as this one up to round r + rounds: its span, from this one's
-    if (m_probe - from_m) % rounds:
-        span_from = build_order(pp, from_m, cost, comm, limit, w_fraction, variant)[1]
-    else:
-        span_from = b.span() - (m_probe - from_m) // rounds * period
-    return Settled(r, from_m, period, span_from, rounds)
-
-
 def settled_span(settled: Settled, m: int, pp: int, cost: tuple[float, float, float],
                  comm: float, limit: float, w_fraction: float, variant: Variant
                  ) -> tuple[float, int]:
@@ -490,7 +424,7 @@ def _probed(pp: int, m: int, cost: tuple[int, int, int], comm: int, limit: float
             w_fraction: Fraction, variant: Variant, placed: float, built: dict
             ) -> tuple[float, int | None, int, float]:
     """What :func:`choose`'s doubling probes and, where none settles, its watched search of
-    ``m`` (:func:`settle_at`) give for one variant, on one search: its span for ``m``, the
+    ``m`` (``zb_settle.settle_at``) give for one variant, on one search: its span for ``m``, the
     least count from which its searches settle (None where none), the rounds of the period,
     and ``placed`` with the probes counted (the same increments, checked in the same order);
     where it built the whole search of ``m``, its orders go into ``built`` by variant.
@@ -498,12 +432,12 @@ def _probed(pp: int, m: int, cost: tuple[int, int, int], comm: int, limit: float
     Why one search serves them all. A search for ``q`` micro-batches runs as the one for ``m``
     > ``q`` while no stage has placed more than ``q - 2`` forwards (the count is read only by
     the warm-up's and the rounds' tests against it, ``finished``, stage 0's drain and the
-    span), and :func:`settle` stops watching the probe ``q`` exactly when that binds. So the
+    span), and ``zb_settle.settle`` stops watching the probe ``q`` exactly when that binds. So the
     search for ``m`` watched round by round is every probe's: a probe fails when its count
     could bind before the first repeat of a state (the next probe is counted and watched on),
     and the first probe that sees the repeat (``from_m <= q``) is finished as ``q``'s own
-    search (``_Builder.shorten``) for its span, as :func:`settle` finishes it. Where every
-    probe failed, the search for ``m`` runs on, as :func:`settle_at`. The probes that failed
+    search (``_Builder.shorten``) for its span, as ``zb_settle.settle`` finishes it. Where every
+    probe failed, the search for ``m`` runs on, as ``zb_settle.settle_at``. The probes that failed
     are not rebuilt from scratch (speed63: PP64 x 2,048 zb_2p's four variants that do not
     settle ran probes of 520 and 1,040 micro-batches before their search of 2,048)."""
     first = zb_first_probe(pp)
@@ -574,7 +508,7 @@ def _probed(pp: int, m: int, cost: tuple[int, int, int], comm: int, limit: float
 def choose(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit: float,
            w_fraction: float) -> tuple[Variant, int | None, int]:
     """The variant :func:`search` keeps for ``m`` micro-batches (the shortest span, the first
-    among equals), with its spans worked out from :func:`settle` where the search settles, the
+    among equals), with its spans worked out from ``zb_settle.settle`` where the search settles, the
     least micro-batch count from which that variant's searches are one another with periods
     inserted (None where it does not settle: then only ``m`` itself is its search), and the
     rounds (micro-batches) of its period (1 where it does not settle). Each variant's probes
