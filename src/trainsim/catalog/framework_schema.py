@@ -217,6 +217,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # Megatron-LLaMA's OverlappedDistributedOptimizer; workload.sharding
     # ``reduces_every_microbatch``, ``bucket_copy_in``)
     "dp_reduce_every_microbatch": _nullable(_bool),
+    # DeepSpeed's ZeRO-2 (and Fast-LLM's, run on that engine) reduces each micro-batch's
+    # gradient buckets in its backward, not at the accumulation boundary alone
+    # (workload.sharding ``zero2_reduces_every_microbatch``)
+    "zero2_reduce_every_microbatch": _nullable(_bool),
     # Megatron-FSDP under a recipe with gradient_accumulation_fusion off: each unit's
     # post-backward hook copies the 16-bit weight gradients into its gradient bucket on the
     # compute stream, every micro-batch (workload.megatron_fsdp)
@@ -529,7 +533,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "looped_bfs_schedule", "embedding_wgra
     "fp8_gather_needs_dp_shard",
     "fp8_gather_per_tensor_only",
     "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
-    "dp_reduce_every_microbatch",
+    "dp_reduce_every_microbatch", "zero2_reduce_every_microbatch",
     "megatron_fsdp_unfused_wgrad", "te_weight_cache", "megatron_fsdp_16bit_params",
     "fsdp2_copies", "glu_offset_host_sync", "layer_scalar_syncs", "moe_act_compiled", "moe_bias_loop",
     "mla_eager_rope", "softcap_attention", "cudnn_sm100_head_dim_max", "cudnn_sm100_mla",

@@ -219,6 +219,8 @@ def reduces_every_microbatch(cfg: RunConfig, fsdp: bool, overlap: bool | None = 
     ``backward_epilogue`` adds the reduced shard into the accumulated one after each.
     ``overlap``: the gradient-reduce overlap to read it under (None: the run's own; the
     search's bound asks it of a layout before the candidates' overlap is chosen)."""
+    if zero2_reduces_every_microbatch(cfg, fsdp, overlap):
+        return True
     if not profile_supports(cfg, "dp_reduce_every_microbatch"):
         return False  # first: the overlap and ZeRO switches are read only where it may apply
     p = cfg.parallel  # (memo.chunk_key keys the chunks on the answer, as they read it)
@@ -226,6 +228,26 @@ def reduces_every_microbatch(cfg: RunConfig, fsdp: bool, overlap: bool | None = 
     return (not fsdp and overlapped and cfg.shard_ranks > 1
             and p.effective_zero_stage in (1, 2) and p.data_parallel_impl == "megatron"
             and p.zero1_grad_reduce != "all_reduce")
+
+
+def zero2_reduces_every_microbatch(cfg: RunConfig, fsdp: bool,
+                                   overlap: bool | None = None) -> bool:
+    """Whether DeepSpeed's ZeRO-2 engine reduces every micro-batch's gradient buckets as its
+    backward fills them (profile ``zero2_reduce_every_microbatch``), under ``overlap_comm`` (the
+    run's gradient-reduce overlap, or ``overlap``), on data-parallel peers. The engine's
+    ``allreduce_gradients`` calls the optimizer's epilogue after every backward where gradients
+    are partitioned and reduces only at the accumulation boundary otherwise (microsoft/DeepSpeed
+    v0.5.10 deepspeed/runtime/engine.py L1643-1653, v0.14.0 L1916-1930); the gradient hook's
+    ``reduce_ready_partitions_and_remove_grads`` reduces when ``partition_gradients`` (stage 2)
+    or at the boundary (stage 1; v0.14.0 deepspeed/runtime/zero/stage_1_and_2.py L1410-1412),
+    and ``average_tensor`` issues it on the reduction stream under ``overlap_comm``
+    (L1033-1039). ZeRO-1 (and 3, the per-unit path ``fsdp``) are not this path. The
+    collective stays the reduce-scatter the step's reduction is priced as."""
+    p = cfg.parallel
+    if fsdp or p.data_parallel_impl != "deepspeed" or p.effective_zero_stage != 2 \
+            or cfg.shard_ranks <= 1 or not profile_supports(cfg, "zero2_reduce_every_microbatch"):
+        return False
+    return bool(p.overlap_grad_reduce if overlap is None else overlap)
 
 
 def fsdp_pp_mode(cfg: RunConfig) -> str | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from trainsim.catalog.frameworks import framework_feature
 from trainsim.config import RunConfig
-from trainsim.workload.sharding import reduces_every_microbatch
+from trainsim.workload.sharding import reduces_every_microbatch, zero2_reduces_every_microbatch
 
 
 def unfused_grad_accumulation(cfg: RunConfig) -> str | None:
@@ -38,7 +38,7 @@ def unfused_grad_accumulation(cfg: RunConfig) -> str | None:
     t = cfg.training
     if not t.framework:
         return None
-    if reduces_every_microbatch(cfg, False):
+    if reduces_every_microbatch(cfg, False) and not zero2_reduces_every_microbatch(cfg, False):
         return "optimizer"
     if t.gradient_accumulation_fusion is False:
         return "all"
