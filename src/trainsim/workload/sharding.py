@@ -243,9 +243,10 @@ def zero2_reduces_every_microbatch(cfg: RunConfig, fsdp: bool,
     and ``average_tensor`` issues it on the reduction stream under ``overlap_comm``
     (L1033-1039). ZeRO-1 (and 3, the per-unit path ``fsdp``) are not this path. The
     collective stays the reduce-scatter the step's reduction is priced as."""
-    p = cfg.parallel
-    if fsdp or p.data_parallel_impl != "deepspeed" or p.effective_zero_stage != 2 \
-            or cfg.shard_ranks <= 1 or not profile_supports(cfg, "zero2_reduce_every_microbatch"):
+    if not profile_supports(cfg, "zero2_reduce_every_microbatch"):
+        return False  # first: the engine's switches are read only where it may apply
+    p = cfg.parallel  # (DeepSpeed's engine: zero_stage is the stage it runs)
+    if fsdp or p.data_parallel_impl != "deepspeed" or p.zero_stage != 2 or cfg.shard_ranks <= 1:
         return False
     return bool(p.overlap_grad_reduce if overlap is None else overlap)
 
