@@ -5,7 +5,7 @@ public files validated once per session (``helpers_files``). Test modules import
 
 from __future__ import annotations
 
-from helpers_cli import BASE, FAST, SLOW, cli, load_script, one_error_line
+from helpers_cli import BASE, FAST, SLOW, cli, load_script, one_error_line, service_problem
 from helpers_configs import (
     FP8_SLICE,
     SMALL_RUN,
@@ -62,6 +62,7 @@ __all__ = [
     "make_base", "mirror_git", "mirror_source", "moe_layer_cfg", "moe_layer_ops", "one_error_line",
     "overlaps", "pipelined_configs", "pp2_dualpipe_configs", "public_training_validated",
     "published_kernel_rows", "random_and_public_configs", "random_config", "random_valid_configs",
+    "service_problem",
     "shortcut_methods", "state_proof", "training_rows", "validate_file_sharing_kernels",
     "validated",
 ]

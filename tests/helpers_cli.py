@@ -67,3 +67,15 @@ def load_script(path: Path):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def service_problem(kind: str, config, options=None):
+    """The service's up-front check of a ``kind`` job (``service.jobs.problem``: None where it
+    would be queued, else ``(status, field, text)``), on copies, with no workers."""
+    import copy
+
+    from trainsim.service import Settings
+    from trainsim.service.jobs import problem
+
+    return problem(kind, copy.deepcopy(config), copy.deepcopy(options or {}),
+                   Settings(workers=0, checkers=0))

@@ -3,12 +3,11 @@ benchmarks/device_checks62_bw.py (the prepared GEMM check), without a GPU."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import load_script
 
 from trainsim import catalog
 from trainsim.compute.chain import ChainModel
@@ -18,11 +17,7 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _load(name: str):
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(BENCH / f"{name}.py")
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,10 @@ the weight-gradient rows in the kernels format's grouped convention, and priced 
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import load_script
 
 from trainsim.validate.kernels import kernel_ops, predict_kernel_row
 
@@ -17,11 +16,7 @@ ATTN_MOE = BENCH / "h200_2026-11-29_s63" / "attn_moe"
 
 
 def _module(name: str):
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(BENCH / f"{name}.py")
 
 
 def _rows(path: Path, kind: str = "gemm_grouped") -> list[dict[str, str]]:

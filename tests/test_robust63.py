@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import SMALL_RUN, cli, one_error_line
+from helpers import service_problem as _service
 
 from trainsim.errors import ConfigError
 
@@ -31,14 +32,6 @@ def _cfg(raw):
     from trainsim.catalog import run_config_from_dict
 
     return run_config_from_dict(copy.deepcopy(raw))
-
-
-def _service(kind, config, options=None):
-    from trainsim.service import Settings
-    from trainsim.service.jobs import problem
-
-    return problem(kind, copy.deepcopy(config), copy.deepcopy(options or {}),
-                   Settings(workers=0, checkers=0))
 
 
 def _simulate_line(raw, tmp_path):
