@@ -38,12 +38,10 @@ import argparse
 import csv
 from pathlib import Path
 
-from trainsim.pricing import Pricer
-from trainsim.validate.training import predict_training_row, row_config
-from trainsim.workload.layers import backward_of, layer_forward
+from dgxc_grok1_parts import moe_layer_pass
+
+from trainsim.validate.training import predict_training_row
 from trainsim.workload.ops import Comm
-from trainsim.workload.recompute import layer_recompute
-from trainsim.workload.shard import shard_of
 
 HERE = Path(__file__).parent
 FILES = (HERE / "training_dgxc2505.csv", HERE / "training_dgxc_llama4.csv",
@@ -75,13 +73,7 @@ def implied_rate(remote_bytes: float, exchanges: int, priced_s: float, gap_s: fl
 def exchange(row: dict[str, str]) -> dict[str, float]:
     """One row's prediction and its MoE layer pass: passes a rank runs, priced all-to-all
     seconds, their count and the bytes one rank sends off itself in each."""
-    res = predict_training_row(row)
-    if res.error:
-        raise SystemExit(f"{row['id']}: {res.error}")
-    cfg = row_config(row, res.chosen)
-    pricer, sh = Pricer(cfg), shard_of(cfg)
-    lf = layer_forward(cfg, sh, moe=True)
-    ops = lf + layer_recompute(cfg, sh, lf, whole=False) + backward_of(lf, sh)
+    res, cfg, pricer, ops = moe_layer_pass(row)
     a2a = [op for op in ops if isinstance(op, Comm) and op.group == "ep"
            and op.kind == "all_to_all"]
     ep = cfg.parallel.ep

@@ -65,17 +65,24 @@ def part_of(op: Op) -> str:
     return "elem"
 
 
-def layer_parts(row: dict[str, str]) -> tuple[dict[str, float], object, int]:
-    """One row's MoE layer (forward + backward, seconds) by part, its prediction, and the
-    layer passes one rank runs in a step."""
+def moe_layer_pass(row: dict[str, str]):
+    """One row's prediction, its config, a pricer of it and one MoE layer pass's ops as a rank
+    runs them (forward, the recompute it chose, backward)."""
     res = predict_training_row(row)
     if res.error:
         raise SystemExit(f"{row['id']}: {res.error}")
     cfg = row_config(row, res.chosen)
     pricer, sh = Pricer(cfg), shard_of(cfg)
     lf = layer_forward(cfg, sh, moe=True)
+    return res, cfg, pricer, lf + layer_recompute(cfg, sh, lf, whole=False) + backward_of(lf, sh)
+
+
+def layer_parts(row: dict[str, str]) -> tuple[dict[str, float], object, int]:
+    """One row's MoE layer (forward + backward, seconds) by part, its prediction, and the
+    layer passes one rank runs in a step."""
+    res, cfg, pricer, ops = moe_layer_pass(row)
     out = dict.fromkeys(PARTS, 0.0)
-    for op in lf + layer_recompute(cfg, sh, lf, whole=False) + backward_of(lf, sh):
+    for op in ops:
         s = pricer.comm_time(op) if isinstance(op, Comm) else pricer.compute.explain(op)[0]
         out[part_of(op)] += s
     p = cfg.parallel
